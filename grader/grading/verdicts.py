@@ -1,0 +1,121 @@
+"""Turn one exercise's sandbox result into an `Evaluation` (verdict, score, message, nodes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exercises.base import Exercise
+from grader.grading.compare import (
+    FORWARD_SHARE,
+    Evaluation,
+    RunOutcome,
+    compare_run,
+    first_problem,
+    missing_message,
+    node_rows,
+    pick_focus,
+)
+from grader.grading.report import ExerciseResult
+from worker.sandbox import SandboxResult
+
+SANDBOX_VERDICTS = {"timeout": "timeout", "import_timeout": "timeout",
+                    "memory_limit": "memory_limit", "crashed": "crashed"}
+SANDBOX_MESSAGES = {
+    "timeout": "did not finish within {wall:g} s (an endless loop, or a very slow backward?)",
+    "memory_limit": "used more than {mem} MiB of memory",
+    "crashed": "the process died without a result ({detail})",
+}
+
+
+def _result(ex: Exercise, verdict: str, message: str, sb: SandboxResult) -> ExerciseResult:
+    return ExerciseResult(
+        name=ex.name, title=ex.title, verdict=verdict, score=0.0,
+        max_score=ex.points, message=message, stdout=sb.stdout, stderr=sb.stderr,
+        feedback_only=ex.feedback_only, wall_s=sb.wall_s)
+
+
+def evaluate(ex: Exercise, sb: SandboxResult, expected: list[list[dict[str, Any]]],
+             seeds: list[int | None], limits: Any) -> Evaluation:
+    """Decide the exercise's verdict from the sandbox's messages and the reference numbers."""
+    result_msg = next((m for m in sb.messages if m.get("event") == "result"), None)
+    if sb.status != "ok" or result_msg is None:
+        status = sb.status if sb.status != "ok" else "crashed"
+        verdict = SANDBOX_VERDICTS.get(status, "crashed")
+        detail = sb.detail or "no result was reported"
+        msg = SANDBOX_MESSAGES[verdict if verdict in SANDBOX_MESSAGES else "crashed"].format(
+            wall=limits.wall_s, mem=limits.memory_mb, detail=detail)
+        return Evaluation(ex, _result(ex, verdict, msg, sb), seeds=seeds)
+
+    features = result_msg.get("features") or {}
+    if "constructor_error" in result_msg:
+        err = result_msg["constructor_error"]
+        res = _result(ex, "error", f"Value(2.0) raised {err.get('message', '')}", sb)
+        res.traceback = err.get("traceback")
+        return Evaluation(ex, res, features=features, seeds=seeds)
+
+    runs: list[RunOutcome] = []
+    for raw in result_msg.get("runs") or []:
+        try:
+            index, graph = int(raw["instance"]), str(raw["graph"])
+            exp = expected[index][[g.name for g in ex.graphs].index(graph)]
+        except (KeyError, ValueError, IndexError, TypeError):
+            continue  # a forged or garbled run is simply ignored
+        run = RunOutcome(instance=index, graph=graph, expected=exp)
+        if raw.get("missing"):
+            run.missing = [str(op) for op in raw["missing"]]
+        elif raw.get("error"):
+            run.error = raw["error"] if isinstance(raw["error"], dict) else {"message": "?"}
+        else:
+            run.actual = raw
+            compare_run(run)
+        runs.append(run)
+    expected_runs = len(expected) * len(ex.graphs)
+    if len(runs) < expected_runs:
+        res = _result(ex, "crashed", "the harness reported fewer results than expected", sb)
+        return Evaluation(ex, res, runs, features=features, seeds=seeds)
+
+    focus = pick_focus(runs)
+    verdict = focus.verdict if focus else "crashed"
+    res = _result(ex, verdict, "", sb)
+    res.graph, res.instance = focus.graph, focus.instance
+    res.instance_seed = seeds[focus.instance] if focus.instance < len(seeds) else None
+    if verdict == "missing_feature":
+        res.message = missing_message(focus.missing, features)
+    elif verdict in ("error", "memory_limit"):
+        res.message = f"raised {focus.error.get('message', 'an exception')}"
+        res.traceback = focus.error.get("traceback")
+    else:
+        res.nodes = node_rows(focus)
+        res.message = first_problem(focus) if verdict != "passed" else "all values match"
+        if verdict != "passed" and len(ex.graphs) > 1:
+            res.message = f"{focus.graph}: {res.message}"
+        if verdict != "passed" and focus.instance > 0:
+            res.message += f" (random instance {focus.instance}, seed {res.instance_seed})"
+    if verdict == "passed":
+        res.score = ex.points
+    elif verdict == "wrong_gradient" and all(not r.data_wrong for r in runs):
+        res.score = round(ex.points * FORWARD_SHARE, 4)
+    if ex.per_graph_table:
+        res.table = graph_table(runs, features)
+    warnings = {w for r in runs if r.actual for w in (r.actual.get("warnings") or [])}
+    res.warnings = sorted(str(w)[:40] for w in warnings)
+    return Evaluation(ex, res, runs, focus, features, seeds)
+
+
+def graph_table(runs: list[RunOutcome], features: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per graph (operators): its worst verdict over all instances and why."""
+    rows: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        row = rows.setdefault(run.graph, {"graph": run.graph, "verdict": "passed",
+                                          "message": "forward and backward match"})
+        order = ("error", "memory_limit", "missing_feature", "wrong_forward",
+                 "wrong_gradient", "passed")
+        if order.index(run.verdict) < order.index(row["verdict"]):
+            row["verdict"] = run.verdict
+            if run.missing:
+                row["message"] = missing_message(run.missing, features)
+            elif run.error:
+                row["message"] = f"raised {run.error.get('message', '')}"
+            else:
+                row["message"] = first_problem(run)
+    return list(rows.values())

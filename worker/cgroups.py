@@ -1,0 +1,161 @@
+"""A per-run cgroup (v2 or v1) bounding memory and process count of a whole process tree.
+
+Used when the host lets us create one (root, or a delegated subtree); `create` returns
+None otherwise and the sandbox falls back to per-process rlimits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import uuid
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+ROOT = Path("/sys/fs/cgroup")
+
+
+class Group:
+    """One cgroup (one directory per controller) for one sandboxed run."""
+
+    def __init__(self, dirs: list[Path], v2: bool) -> None:
+        self.dirs = dirs
+        self.v2 = v2
+
+    def add_self(self) -> None:
+        """Move the calling process into the group (runs in the child before exec)."""
+        pid = str(os.getpid())
+        for d in self.dirs:
+            (d / "cgroup.procs").write_text(pid)
+
+    def pids(self) -> set[int]:
+        """Every process currently in the group."""
+        found: set[int] = set()
+        for d in self.dirs:
+            try:
+                found.update(int(x) for x in (d / "cgroup.procs").read_text().split())
+            except OSError:
+                pass
+        return found
+
+    def kill_all(self) -> None:
+        """SIGKILL every process in the group."""
+        if self.v2 and (self.dirs[0] / "cgroup.kill").exists():
+            try:
+                (self.dirs[0] / "cgroup.kill").write_text("1")
+                return
+            except OSError:
+                pass
+        for _ in range(20):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed something in the group for exceeding its memory."""
+        for d in self.dirs:
+            try:
+                if self.v2:
+                    events = (d / "memory.events").read_text()
+                    return any(line.split()[0] == "oom_kill" and int(line.split()[1]) > 0
+                               for line in events.splitlines())
+                if (d / "memory.failcnt").exists():
+                    ctl = (d / "memory.oom_control").read_text()
+                    for line in ctl.splitlines():
+                        if line.startswith("oom_kill ") and int(line.split()[1]) > 0:
+                            return True
+                    return int((d / "memory.failcnt").read_text()) > 0
+            except (OSError, ValueError):
+                continue
+        return False
+
+    def remove(self) -> None:
+        """Delete the group's directories (after its processes are gone)."""
+        self.kill_all()
+        for d in self.dirs:
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    import time
+
+                    time.sleep(0.02)
+
+
+def _own_path(controller: str) -> str | None:
+    """This process's cgroup path for a v1 controller ('' for the v2 unified tree)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, ctrls, path = line.split(":", 2)
+        if controller == "" and ctrls == "" or controller in ctrls.split(","):
+            return path
+    return None
+
+
+def create(memory_bytes: int, max_pids: int) -> Group | None:
+    """A fresh group limited to `memory_bytes` (no swap) and `max_pids`, or None."""
+    if os.environ.get("MICROGRADE_NO_CGROUP"):
+        return None
+    name = f"micrograde-{uuid.uuid4().hex[:12]}"
+    try:
+        if (ROOT / "cgroup.controllers").exists():
+            return _create_v2(name, memory_bytes, max_pids)
+        return _create_v1(name, memory_bytes, max_pids)
+    except OSError as exc:
+        log.debug("no cgroup for the sandbox: %s", exc)
+        return None
+
+
+def _create_v1(name: str, memory_bytes: int, max_pids: int) -> Group | None:
+    made: list[Path] = []
+    try:
+        for ctrl in ("memory", "pids"):
+            own = _own_path(ctrl)
+            if own is None or not (ROOT / ctrl).is_dir():
+                raise OSError(f"no v1 {ctrl} controller")
+            d = ROOT / ctrl / own.lstrip("/") / name
+            d.mkdir()
+            made.append(d)
+        mem, pids = made
+        (mem / "memory.limit_in_bytes").write_text(str(memory_bytes))
+        swap = mem / "memory.memsw.limit_in_bytes"
+        if swap.exists():
+            swap.write_text(str(memory_bytes))
+        (pids / "pids.max").write_text(str(max_pids))
+        return Group(made, v2=False)
+    except OSError:
+        for d in made:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        raise
+
+
+def _create_v2(name: str, memory_bytes: int, max_pids: int) -> Group | None:
+    own = _own_path("")
+    if own is None:
+        return None
+    d = ROOT / own.lstrip("/") / name
+    d.mkdir()
+    try:
+        (d / "memory.max").write_text(str(memory_bytes))
+        if (d / "memory.swap.max").exists():
+            (d / "memory.swap.max").write_text("0")
+        (d / "pids.max").write_text(str(max_pids))
+    except OSError:
+        d.rmdir()
+        raise
+    return Group([d], v2=True)
