@@ -1,0 +1,1 @@
+"""micrograde's grader package: the grading core (`grader.grading`) and the Flask site."""

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up everything (OS packages, services, .venv) and run the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh --services --browser
+bash scripts/services.sh
+.venv/bin/ruff check .
+exec .venv/bin/python -m pytest "$@"
