@@ -15,6 +15,7 @@ from exercises import EXERCISES, MODULES, instances
 from exercises.base import Exercise
 from grader.grading import validate
 from grader.grading.compare import Evaluation
+from grader.grading.feedback import annotate
 from grader.grading.report import Report, invalid
 from grader.grading.verdicts import evaluate
 from worker import harness, sandbox
@@ -101,6 +102,8 @@ def grade(source: str | bytes, exercises: Sequence[str] | None = None, seed: int
         evaluation, bad = run_exercise(ex, checked.code, seed, k, limits, weak)
         if bad is not None:
             return _invalid_from_harness(report, bad, limits, start)
+        annotate(evaluation, seed=seed, filename=filename,
+                 replay=lambda one: run_exercise(one, checked.code, seed, 0, limits, weak)[0])
         if on_evaluation:
             on_evaluation(evaluation)
         report.exercises.append(evaluation.result)
