@@ -6,14 +6,17 @@ None otherwise and the sandbox falls back to per-process rlimits.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
+import time
 import uuid
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 ROOT = Path("/sys/fs/cgroup")
+PREFIX = "micrograde-"
 
 
 class Group:
@@ -33,43 +36,40 @@ class Group:
         """Every process currently in the group."""
         found: set[int] = set()
         for d in self.dirs:
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 found.update(int(x) for x in (d / "cgroup.procs").read_text().split())
-            except OSError:
-                pass
         return found
 
     def kill_all(self) -> None:
-        """SIGKILL every process in the group."""
+        """SIGKILL every process in the group, until none is left (a fork bomb forks on)."""
         if self.v2 and (self.dirs[0] / "cgroup.kill").exists():
-            try:
+            with contextlib.suppress(OSError):
                 (self.dirs[0] / "cgroup.kill").write_text("1")
-                return
-            except OSError:
-                pass
-        for _ in range(20):
+        for _ in range(100):
             pids = self.pids()
             if not pids:
                 return
             for pid in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            time.sleep(0.005)
+        log.error("processes survive in cgroup %s", self.dirs[0])
 
     def oom_killed(self) -> bool:
-        """Whether the kernel killed something in the group for exceeding its memory."""
+        """Whether the kernel killed something in the group for exceeding its memory.
+
+        v2 counts kills in memory.events. v1 counts them as `oom_kill` in
+        memory.oom_control on kernels that have it (4.13+); only older kernels fall back to
+        memory.failcnt, which also counts limit hits the kernel recovered from by reclaim.
+        """
         for d in self.dirs:
             try:
                 if self.v2:
-                    events = (d / "memory.events").read_text()
-                    return any(line.split()[0] == "oom_kill" and int(line.split()[1]) > 0
-                               for line in events.splitlines())
-                if (d / "memory.failcnt").exists():
-                    ctl = (d / "memory.oom_control").read_text()
-                    for line in ctl.splitlines():
-                        if line.startswith("oom_kill ") and int(line.split()[1]) > 0:
-                            return True
+                    return _counter(d / "memory.events", "oom_kill") > 0
+                if (d / "memory.oom_control").exists():
+                    kills = _counter(d / "memory.oom_control", "oom_kill")
+                    if kills >= 0:
+                        return kills > 0
                     return int((d / "memory.failcnt").read_text()) > 0
             except (OSError, ValueError):
                 continue
@@ -86,9 +86,18 @@ class Group:
                 except FileNotFoundError:
                     break
                 except OSError:
-                    import time
-
                     time.sleep(0.02)
+            else:
+                log.error("could not remove cgroup %s", d)
+
+
+def _counter(path: Path, key: str) -> int:
+    """The number after `key` in a flat keyed cgroup file, or -1 when the key is absent."""
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == key:
+            return int(parts[1])
+    return -1
 
 
 def _own_path(controller: str) -> str | None:
@@ -108,7 +117,7 @@ def create(memory_bytes: int, max_pids: int) -> Group | None:
     """A fresh group limited to `memory_bytes` (no swap) and `max_pids`, or None."""
     if os.environ.get("MICROGRADE_NO_CGROUP"):
         return None
-    name = f"micrograde-{uuid.uuid4().hex[:12]}"
+    name = f"{PREFIX}{uuid.uuid4().hex[:12]}"
     try:
         if (ROOT / "cgroup.controllers").exists():
             return _create_v2(name, memory_bytes, max_pids)
@@ -137,10 +146,8 @@ def _create_v1(name: str, memory_bytes: int, max_pids: int) -> Group | None:
         return Group(made, v2=False)
     except OSError:
         for d in made:
-            try:
+            with contextlib.suppress(OSError):
                 d.rmdir()
-            except OSError:
-                pass
         raise
 
 

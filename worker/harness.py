@@ -13,9 +13,9 @@ It writes JSON lines: ``{"event": "loaded"}`` once the submission imported, then
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
-import io
 import json
 import math
 import os
@@ -32,6 +32,7 @@ MISSING_ERRORS = (TypeError, AttributeError, NotImplementedError)
 MAX_NODES = 5000
 MAX_STR = 80
 SUBMISSION_MODULE = "submission"
+CHANNEL_FD = 3
 
 #: one probe per operation, each on fresh Value(2.0) / Value(3.0)
 PROBES: dict[str, Callable[[type], Any]] = {
@@ -168,6 +169,15 @@ def short_traceback(exc: BaseException, limit: int = 4) -> str:
     return text[-4000:]
 
 
+def _safe_str(obj: object) -> str:
+    """str() of a student's object (an exception), which may itself raise or lie."""
+    try:
+        text = str(obj)
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        return "<unprintable>"
+    return text if isinstance(text, str) else "<unprintable>"
+
+
 def describe_error(exc: BaseException) -> dict[str, Any]:
     """A JSON-safe description of an exception raised by student code."""
     kind = "error"
@@ -175,9 +185,12 @@ def describe_error(exc: BaseException) -> dict[str, Any]:
         kind = "recursion"
     elif isinstance(exc, MemoryError):
         kind = "memory"
-    msg = f"{type(exc).__name__}: {exc}"
-    return {"kind": kind, "type": type(exc).__name__, "message": msg[:500],
-            "traceback": short_traceback(exc)}
+    try:
+        tb = short_traceback(exc)
+    except BaseException:  # noqa: BLE001 - formatting runs the exception's own __str__
+        tb = ""
+    msg = f"{type(exc).__name__}: {_safe_str(exc)}"
+    return {"kind": kind, "type": type(exc).__name__, "message": msg[:500], "traceback": tb}
 
 
 # --- probing and capturing ------------------------------------------------------------------
@@ -191,9 +204,9 @@ def probe(V: type, ops: tuple[str, ...] | None = None) -> dict[str, Any]:
             features[op] = True
         except MISSING_ERRORS as exc:
             features[op] = False
-            features.setdefault("_why", {})[op] = f"{type(exc).__name__}: {exc}"[:300]
+            features.setdefault("_why", {})[op] = f"{type(exc).__name__}: {_safe_str(exc)}"[:300]
         except Exception as exc:  # noqa: BLE001 - decided later by the exercise itself
-            features[op] = f"{type(exc).__name__}: {exc}"[:300]
+            features[op] = f"{type(exc).__name__}: {_safe_str(exc)}"[:300]
     return features
 
 
@@ -331,20 +344,21 @@ def run_job(job: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None
 
 def main(argv: list[str]) -> int:
     """Entry point inside the sandbox: run the job file and report on fd 3."""
+    os.environ.clear()  # nothing to read there (the jail's own PWD, Python's LC_CTYPE)
     with open(argv[1], encoding="utf-8") as fh:
         job = json.load(fh)
     for extra in job.get("path", []):
         sys.path.insert(0, extra)
-    channel = io.open(3, "w", encoding="utf-8", closefd=True)  # noqa: UP020
-    os.set_inheritable(channel.fileno(), False)
+    with open(CHANNEL_FD, "w", encoding="utf-8", closefd=True) as channel:
+        os.set_inheritable(CHANNEL_FD, False)  # a program the submission starts never has it
 
-    def send(message: dict[str, Any]) -> None:
-        channel.write(json.dumps(message) + "\n")
-        channel.flush()
+        def send(message: dict[str, Any]) -> None:
+            channel.write(json.dumps(message) + "\n")
+            channel.flush()
 
-    run_job(job, send)
-    channel.close()
-    sys.stdout.flush()
+        run_job(job, send)
+    with contextlib.suppress(BaseException):  # the submission may have replaced stdout
+        sys.stdout.flush()
     os._exit(0)  # skip atexit handlers and finalizers the submission may have registered
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
@@ -39,3 +40,15 @@ class Limits:
     def from_env(cls) -> Limits:
         """Limits from `MICROGRADE_LIMIT_*` environment variables (e.g. MICROGRADE_LIMIT_WALL_S)."""
         return cls.from_mapping(os.environ, "MICROGRADE_LIMIT_")
+
+    def rlimits(self, cpu_s: int, per_process_memory: bool) -> list[tuple[int, tuple[int, int]]]:
+        """The rlimits of one run: CPU, file size, no core, open files and, when no cgroup
+        bounds the tree, address space per process and a fork limit."""
+        out = [(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1)),
+               (resource.RLIMIT_FSIZE, (self.file_size_mb * MiB,) * 2),
+               (resource.RLIMIT_CORE, (0, 0)),
+               (resource.RLIMIT_NOFILE, (self.open_files,) * 2)]
+        if per_process_memory:
+            out += [(resource.RLIMIT_AS, (self.memory_mb * MiB,) * 2),
+                    (resource.RLIMIT_NPROC, (self.processes,) * 2)]
+        return out

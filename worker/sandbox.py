@@ -2,17 +2,21 @@
 
 Knows nothing about autograd. The jail is bubblewrap (no network, no view of the host
 beyond the interpreter, its stdlib and the packages asked for, a private size-bounded
-/tmp, an empty environment, uid 65534 with no capabilities) plus rlimits, plus a cgroup
-for the memory and process count of the whole tree where the host allows one. Without
-bwrap it falls back to rlimits only (`weak` isolation), which callers must announce.
+/tmp, no writable /dev/shm, an empty environment, uid 65534 with no capabilities) plus
+rlimits, plus a cgroup for the memory and process count of the whole tree where the host
+allows one. Without bwrap it falls back to rlimits only (`weak` isolation, as nobody when
+started as root), which callers must announce.
 
-The script talks back on file descriptor 3 in JSON lines. Its first line ends the
-`import_s` budget and starts the `wall_s` budget; both are measured here, never trusted
-from inside.
+The script talks back on file descriptor 3 in JSON lines, one object a line and each
+`event` at most once. Its first line ends the `import_s` budget and starts the `wall_s`
+budget; both are measured here, never trusted from inside.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import glob
 import json
 import logging
 import os
@@ -25,20 +29,28 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from worker import cgroups
-from worker.limits import MiB, Limits
+from worker.limits import Limits, MiB
 
 log = logging.getLogger(__name__)
 
 BOX = "/box"
 CHANNEL_FD = 3
+ARGS_FD = 4
 MAX_CHANNEL_BYTES = 8 * MiB
 BWRAP = "bwrap"
+NOBODY = 65534
+PR_SET_PDEATHSIG = 1
+DRAIN_S = 0.5  #: at most this long reading what an exited run left in its pipes
+SYSTEM_DIRS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64")
+#: other Pythons' package directories under the system dirs, hidden from the jail
+_warned: list[bool] = []  #: the root warning is logged once a process
+HIDDEN_GLOBS = ("/usr/lib/python3*", "/usr/lib64/python3*")
 
 
 @dataclass
@@ -83,79 +95,119 @@ def package_dirs(packages: tuple[str, ...]) -> dict[str, str]:
     return dirs
 
 
-def _stdlib_binds() -> list[str]:
-    """bwrap arguments that show the interpreter, its shared library and stdlib, read-only."""
+def _system_binds() -> list[str]:
+    """bwrap arguments showing the shared libraries, the interpreter and its stdlib only."""
     exe = interpreter()
-    stdlib = sysconfig.get_paths()["stdlib"]
-    args = ["--ro-bind", exe, exe, "--ro-bind", stdlib, stdlib]
-    site = os.path.join(stdlib, "site-packages")
-    if os.path.isdir(site):
-        args += ["--tmpfs", site]  # the interpreter's own site-packages stays hidden
-    libdir = sysconfig.get_config_var("LIBDIR") or ""
-    for lib in Path(libdir).glob("libpython3*.so*") if libdir else ():
-        args += ["--ro-bind", str(lib), str(lib)]
-    for top in ("/usr/lib", "/usr/lib64", "/lib", "/lib64"):
+    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"])
+    args: list[str] = []
+    for top in SYSTEM_DIRS:
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
+    for pattern in HIDDEN_GLOBS:  # e.g. Debian's dist-packages: not ours to show
+        for hidden in glob.glob(pattern):
+            if os.path.isdir(hidden) and not os.path.islink(hidden) \
+                    and hidden.startswith(SYSTEM_DIRS) and hidden != stdlib:
+                args += ["--tmpfs", hidden]
+    args += ["--ro-bind", exe, exe, "--ro-bind", stdlib, stdlib]
+    for sub in ("site-packages", "dist-packages"):  # the interpreter's own stays hidden
+        if os.path.isdir(os.path.join(stdlib, sub)):
+            args += ["--tmpfs", os.path.join(stdlib, sub)]
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    for lib in Path(libdir).glob("libpython3*.so*") if libdir else ():
+        args += ["--ro-bind", str(lib), str(lib)]
     return args
 
 
-def bwrap_argv(box: str, argv: list[str], limits: Limits, packages: dict[str, str]) -> list[str]:
-    """The full bubblewrap command line for one run."""
-    cmd = [bwrap_path() or BWRAP, "--unshare-all", "--die-with-parent", "--new-session"]
+def bwrap_args(box: str, limits: Limits, packages: dict[str, str]) -> list[str]:
+    """bubblewrap's options for one run (passed on a pipe, so `/proc/1/cmdline` inside
+    shows none of the host's paths)."""
+    cmd = ["--unshare-all", "--die-with-parent", "--new-session"]
     if os.geteuid() == 0:  # as root bwrap keeps every capability unless told otherwise
-        cmd += ["--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
-    cmd += _stdlib_binds()
+        cmd += ["--uid", str(NOBODY), "--gid", str(NOBODY), "--cap-drop", "ALL"]
+    cmd += _system_binds()
     cmd += ["--ro-bind", box, BOX]
     for name, host in packages.items():
         cmd += ["--ro-bind", host, f"{BOX}/_site/{name}"]
-    cmd += ["--proc", "/proc", "--dev", "/dev",
-            "--size", str(limits.tmp_mb * MiB), "--tmpfs", "/tmp",
-            "--hostname", "sandbox", "--chdir", BOX, "--clearenv", "--"]
-    return cmd + argv
+    return cmd + [
+        "--proc", "/proc", "--dev", "/dev",
+        "--tmpfs", "/dev/shm", "--remount-ro", "/dev/shm",  # no unbounded shared memory
+        "--size", str(limits.tmp_mb * MiB), "--tmpfs", "/tmp",
+        "--remount-ro", "/dev", "--remount-ro", "/",  # /tmp is the only writable place
+        "--hostname", "sandbox", "--chdir", BOX, "--clearenv"]
 
 
 def _prepare_box(files: Mapping[str, str | bytes], packages: dict[str, str], weak: bool) -> str:
     """A fresh host directory holding the files (and package mount points or links)."""
     box = tempfile.mkdtemp(prefix="micrograde-box-")
-    for rel, content in files.items():
-        path = Path(box, rel)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content.encode() if isinstance(content, str) else content)
-    site = Path(box, "_site")
-    site.mkdir()
-    for name, host in packages.items():
-        if weak:
-            (site / name).symlink_to(host)
-        else:
-            (site / name).mkdir()
-    for p in Path(box).rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    Path(box).chmod(0o755)
+    try:
+        for rel, content in files.items():
+            path = Path(box, rel)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content.encode() if isinstance(content, str) else content)
+        site = Path(box, "_site")
+        site.mkdir()
+        for name, host in packages.items():
+            if weak:
+                (site / name).symlink_to(host)
+            else:
+                (site / name).mkdir()
+        for p in Path(box).rglob("*"):
+            if not p.is_symlink():  # never touch the host directory a link points to
+                p.chmod(0o755 if p.is_dir() else 0o644)
+        Path(box).chmod(0o755)
+    except BaseException:
+        shutil.rmtree(box, ignore_errors=True)
+        raise
     return box
 
 
-def _preexec(limits: Limits, cpu_s: int, channel_w: int, group: cgroups.Group | None,
-             weak: bool):
-    """The function run in the child between fork and exec: rlimits, cgroup, channel."""
-    mem = limits.memory_mb * MiB
+def _preexec(limits: Limits, cpu_s: int, fds: dict[int, int], group: cgroups.Group | None,
+             weak: bool) -> Callable[[], None]:
+    """The function run in the child between fork and exec: cgroup, rlimits, channel."""
+    rlimits = limits.rlimits(cpu_s, per_process_memory=weak or group is None)
+    drop_root = weak and os.geteuid() == 0 and _nobody_can_run()
+    if weak and os.geteuid() == 0 and not drop_root and not _warned:
+        _warned.append(True)
+        log.warning("weak sandbox running as ROOT: nobody cannot run %s", interpreter())
 
     def setup() -> None:
         if group is not None:
-            group.add_self()
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_mb * MiB,) * 2)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files,) * 2)
-        if weak or group is None:
-            # without a cgroup the tree is bounded per process and by a fork limit
-            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes,) * 2)
-        os.dup2(channel_w, CHANNEL_FD)
+            group.add_self()  # before any privilege drop: the group files belong to root
+        for which, (soft, hard) in rlimits:
+            cur_hard = resource.getrlimit(which)[1]
+            if cur_hard != resource.RLIM_INFINITY:
+                hard = min(hard, cur_hard)
+            resource.setrlimit(which, (min(soft, hard), hard))
+        for target, source in fds.items():  # sources are >= 10, never a target
+            os.dup2(source, target)
+        if weak:
+            if drop_root:  # never run student code as root when nobody can run Python
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+            _die_with_parent()  # after the uid change, which would clear it
 
     return setup
+
+
+def _nobody_can_run() -> bool:
+    """Whether an unprivileged user can run this interpreter and read its stdlib."""
+    for path in (interpreter(), sysconfig.get_paths()["stdlib"]):
+        parts = Path(os.path.realpath(path)).parts
+        for i in range(2, len(parts) + 1):
+            if os.stat(os.path.join(*parts[:i])).st_mode & 0o005 != 0o005:
+                return False
+    return True
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process if the grader dies (weak isolation)."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def run(files: Mapping[str, str | bytes], script: str, args: list[str], limits: Limits,
@@ -164,55 +216,78 @@ def run(files: Mapping[str, str | bytes], script: str, args: list[str], limits: 
 
     `weak=None` picks bubblewrap when installed; `weak=True` forces the rlimits-only
     fallback. Paths in `args` are relative to the box, which is the working directory;
-    packages are importable from `_site` in it.
+    packages are importable from `_site` in it. Student faults are statuses, never
+    exceptions; the box directory and the cgroup are removed whatever happens.
     """
     if weak is None:
         weak = bwrap_path() is None
+    isolation = "weak" if weak else "bwrap"
     pkg_dirs = package_dirs(packages)
-    box = _prepare_box(files, pkg_dirs, weak)
     argv = [interpreter(), "-I", "-S", script, *args]
-    if weak:
-        cmd, cwd, env = argv, box, {}
-    else:
-        cmd, cwd, env = bwrap_argv(box, argv, limits, pkg_dirs), "/", {}
-    group = cgroups.create(limits.memory_mb * MiB, limits.processes + 4)
-    read_fd, write_fd = os.pipe()
-    cpu_budget = int(limits.cpu_s + limits.import_s) + 1
-    start = time.monotonic()
+    box = _prepare_box(files, pkg_dirs, weak)
+    group: cgroups.Group | None = None
+    opened: list[int] = []  # every pipe end this call still has to close
+    proc: subprocess.Popen | None = None
     try:
-        proc = subprocess.Popen(
-            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, pass_fds=(write_fd, CHANNEL_FD), start_new_session=True,
-            preexec_fn=_preexec(limits, cpu_budget, write_fd, group, weak),
-        )
-    except OSError as exc:
-        os.close(read_fd)
-        os.close(write_fd)
-        shutil.rmtree(box, ignore_errors=True)
-        if group:
-            group.remove()
-        return SandboxResult("crashed", detail=f"could not start the sandbox: {exc}")
-    os.close(write_fd)
-    try:
-        result = _supervise(proc, read_fd, limits, start)
-    finally:
+        channel, child_fds = _high_pipe(opened), {}
+        child_fds[CHANNEL_FD] = channel[1]
+        cmd, cwd = argv, box
+        if not weak:
+            options = _high_pipe(opened)
+            os.write(options[1], "\0".join(bwrap_args(box, limits, pkg_dirs)).encode() + b"\0")
+            os.close(options[1])  # a pipe holds 64 KiB; the options are about 2 KiB
+            opened.remove(options[1])
+            child_fds[ARGS_FD] = options[0]
+            cmd, cwd = [bwrap_path() or BWRAP, "--args", str(ARGS_FD), "--", *argv], "/"
+        group = cgroups.create(limits.memory_mb * MiB, limits.processes + 4)
+        cpu_budget = int(limits.cpu_s + limits.import_s) + 1
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                cmd, cwd=cwd, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, pass_fds=tuple(child_fds), start_new_session=True,
+                preexec_fn=_preexec(limits, cpu_budget, child_fds, group, weak))
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.error("could not start the sandbox: %s", exc)
+            return SandboxResult("crashed", isolation=isolation,
+                                 detail=f"could not start the sandbox: {exc}")
+        for fd in child_fds.values():  # only the child holds these ends now
+            os.close(fd)
+            opened.remove(fd)
+        result = _supervise(proc, channel[0], limits, start, weak)
+        result.isolation = isolation
         _kill(proc, group)
-        os.close(read_fd)
+        if group is not None and result.status in ("crashed", "ok") and group.oom_killed():
+            result.status, result.detail = "memory_limit", "out of memory"
+        return result
+    finally:
+        if proc is not None:
+            _kill(proc, group)
+        for fd in opened:
+            os.close(fd)
+        if group is not None:
+            group.remove()
         shutil.rmtree(box, ignore_errors=True)
-    result.isolation = "weak" if weak else "bwrap"
-    if group is not None:
-        if result.status in ("crashed", "ok") and group.oom_killed():
-            result.status = "memory_limit"
-        group.remove()
-    return result
 
 
-def _supervise(proc: subprocess.Popen, channel: int, limits: Limits,
-               start: float) -> SandboxResult:
+def _high_pipe(opened: list[int]) -> tuple[int, int]:
+    """A close-on-exec pipe numbered 10 or above, clear of the fds the child gets fixed
+    numbers for; its ends are added to `opened`."""
+    ends = []
+    for fd in os.pipe():
+        try:
+            ends.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10))
+        finally:
+            os.close(fd)
+        opened.append(ends[-1])
+    return ends[0], ends[1]
+
+
+def _supervise(proc: subprocess.Popen, channel: int, limits: Limits, start: float,
+               weak: bool) -> SandboxResult:
     """Collect output and messages until the process exits or a budget runs out."""
     sel = selectors.DefaultSelector()
-    buffers: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray(),
-                                     "channel": bytearray()}
+    buffers = {"stdout": bytearray(), "stderr": bytearray(), "channel": bytearray()}
     caps = {"stdout": limits.output_bytes, "stderr": limits.output_bytes,
             "channel": MAX_CHANNEL_BYTES}
     sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
@@ -226,43 +301,37 @@ def _supervise(proc: subprocess.Popen, channel: int, limits: Limits,
         if remaining <= 0:
             status = "timeout" if loaded else "import_timeout"
             break
-        for key, _ in sel.select(timeout=min(remaining, 0.5)):
-            fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                sel.unregister(key.fileobj)
-                continue
-            buf = buffers[key.data]
-            if len(buf) < caps[key.data] + 1:
-                buf += chunk[: caps[key.data] + 1 - len(buf)]
-            if key.data == "channel" and not loaded and b"\n" in buf:
-                loaded = True
-                deadline = time.monotonic() + limits.wall_s
-        if proc.poll() is not None and not _drain(sel, buffers, caps):
-            break  # exited; a leftover child may hold the pipes open, so stop reading
+        _read_ready(sel, buffers, caps, min(remaining, 0.5))
+        if not loaded and b"\n" in buffers["channel"]:
+            loaded = True  # the first line ends the import budget and starts the wall one
+            deadline = time.monotonic() + limits.wall_s
+        if proc.poll() is not None:
+            _drain(sel, buffers, caps)
+            break
     sel.close()
     if status is None:
         try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             status = "timeout" if loaded else "import_timeout"
-    wall = time.monotonic() - start
-    messages, bad = _parse_channel(bytes(buffers["channel"]))
+    messages, bad = parse_channel(bytes(buffers["channel"]))
     result = SandboxResult(
         status=status or "ok", messages=messages, returncode=proc.returncode,
         stdout=_text(buffers["stdout"], limits.output_bytes),
-        stderr=_text(buffers["stderr"], limits.output_bytes), wall_s=round(wall, 3))
+        stderr=_text(buffers["stderr"], limits.output_bytes),
+        wall_s=round(time.monotonic() - start, 3))
     if result.status == "ok" and (proc.returncode != 0 or bad):
         result.status = "crashed"
-        result.detail = _exit_detail(proc.returncode) if proc.returncode else "garbled result"
+        result.detail = (_exit_detail(proc.returncode, weak) if proc.returncode
+                         else "garbled result")
     return result
 
 
-def _drain(sel: selectors.BaseSelector, buffers: dict[str, bytearray],
-           caps: dict[str, int]) -> bool:
-    """Read whatever is ready without waiting; False once nothing more is."""
+def _read_ready(sel: selectors.BaseSelector, buffers: dict[str, bytearray],
+                caps: dict[str, int], timeout: float) -> bool:
+    """Read once from every stream ready within `timeout`; True if anything came."""
     got = False
-    for key, _ in sel.select(timeout=0.05):
+    for key, _ in sel.select(timeout=timeout):
         fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()
         chunk = os.read(fd, 65536)
         if not chunk:
@@ -270,26 +339,42 @@ def _drain(sel: selectors.BaseSelector, buffers: dict[str, bytearray],
             continue
         got = True
         buf = buffers[key.data]
-        if len(buf) < caps[key.data] + 1:
+        if len(buf) <= caps[key.data]:  # keep one byte past the cap to know it was cut
             buf += chunk[: caps[key.data] + 1 - len(buf)]
-    return got and bool(sel.get_map())
+    return got
 
 
-def _parse_channel(raw: bytes) -> tuple[list[dict[str, Any]], bool]:
-    """JSON objects, one a line; the flag tells whether anything was not one."""
-    messages, bad = [], False
-    for line in raw.split(b"\n"):
+def _drain(sel: selectors.BaseSelector, buffers: dict[str, bytearray],
+           caps: dict[str, int]) -> None:
+    """Read what an exited process left in its pipes, without waiting for a leftover
+    child that still holds them open (it is killed right after)."""
+    until = time.monotonic() + DRAIN_S
+    while sel.get_map() and time.monotonic() < until:
+        if not _read_ready(sel, buffers, caps, 0.0):
+            break
+
+
+def parse_channel(raw: bytes) -> tuple[list[dict[str, Any]], bool]:
+    """JSON objects, one a line; the flag tells whether anything broke the protocol
+    (not JSON, not an object, cut at the cap, or an `event` sent twice)."""
+    messages: list[dict[str, Any]] = []
+    bad = len(raw) > MAX_CHANNEL_BYTES
+    events: set[str] = set()
+    for line in raw[:MAX_CHANNEL_BYTES].split(b"\n"):
         if not line.strip():
             continue
         try:
             msg = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly nested arrays
             bad = True
             continue
-        if isinstance(msg, dict):
-            messages.append(msg)
-        else:
+        if not isinstance(msg, dict):
             bad = True
+            continue
+        event = str(msg.get("event"))
+        bad = bad or event in events
+        events.add(event)
+        messages.append(msg)
     return messages, bad
 
 
@@ -301,10 +386,12 @@ def _text(buf: bytearray, cap: int) -> str:
     return text
 
 
-def _exit_detail(code: int | None) -> str:
-    """A phrase for how a process ended."""
+def _exit_detail(code: int | None, weak: bool = True) -> str:
+    """A phrase for how a process ended (bwrap reports a child's signal N as 128 + N)."""
     if code is None:
         return "did not exit"
+    if not weak and code > 128:
+        code = 128 - code
     if code < 0:
         try:
             return f"killed by {signal.Signals(-code).name}"
@@ -314,18 +401,15 @@ def _exit_detail(code: int | None) -> str:
 
 
 def _kill(proc: subprocess.Popen, group: cgroups.Group | None) -> None:
-    """Kill the whole process tree of a run, whatever state it is in."""
-    for target in (proc.pid,):
-        try:
-            os.killpg(target, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    """Kill the whole process tree of a run, whatever state it is in (idempotent)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session, so its own process group
     if group is not None:
-        group.kill_all()
+        group.kill_all()  # also those that left the process group
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         log.error("sandbox process %s did not die", proc.pid)
     for stream in (proc.stdout, proc.stderr):
-        if stream:
+        if stream and not stream.closed:
             stream.close()
