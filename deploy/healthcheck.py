@@ -3,7 +3,7 @@
 web     the site answers /api/v1/health and reaches its database
 worker  bubblewrap can build a jail here (the container has the privileges it needs) and
         this container's Celery worker answers a ping through the broker
-beat    the Celery beat clock that schedules the sweeper has written its schedule lately
+beat    the Celery beat clock that schedules the sweeper still ticks
 
 Exit status 0 when healthy, 1 otherwise, with the reason on stderr (`docker inspect`
 shows it under State.Health).
@@ -64,18 +64,28 @@ def check_jail() -> str | None:
 
 
 def check_worker_ping() -> str | None:
-    """None when this host's Celery worker answers a ping through the broker."""
+    """None when a Celery worker of this host (container) answers a ping via the broker."""
     from worker.entry import celery_app
 
-    node = os.environ.get("MICROGRADE_WORKER_NODE") or f"celery@{socket.gethostname()}"
-    replies = celery_app.control.ping(destination=[node], timeout=5.0)
-    if any(node in reply for reply in replies):
+    host = socket.gethostname()
+    replies = celery_app.control.ping(timeout=5.0)
+    names = [name for reply in replies for name in reply]
+    if any(name.rsplit("@", 1)[-1] == host for name in names):
         return None
-    return f"worker {node} did not answer a ping through the broker"
+    return f"no worker on {host} answered a ping through the broker (heard: {names})"
+
+
+def beat_schedule() -> Path:
+    """Where `micrograde beat` keeps its schedule: the instance folder."""
+    return Path(os.environ.get("MICROGRADE_INSTANCE_PATH", "./instance")) / "celerybeat"
 
 
 def check_beat(schedule: Path, max_age_s: float) -> str | None:
-    """None when beat has synced its schedule file within `max_age_s` seconds."""
+    """None when beat has synced its schedule file within `max_age_s` seconds.
+
+    Beat rewrites the file at most every 3 minutes and wakes at least every 5, so a file
+    older than 10 minutes means a beat that no longer ticks.
+    """
     files = list(schedule.parent.glob(schedule.name + "*"))  # dbm adds suffixes
     if not files:
         return f"no beat schedule at {schedule}"
@@ -87,9 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the check for one role; 0 when healthy."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("role", choices=("web", "worker", "beat"))
-    parser.add_argument("--schedule", type=Path, default=Path("/tmp/micrograde-beat-schedule"),
-                        help="beat's --schedule file (beat only)")
-    parser.add_argument("--max-age", type=float, default=300.0,
+    parser.add_argument("--schedule", type=Path, default=None,
+                        help="beat's schedule file (default: <instance>/celerybeat)")
+    parser.add_argument("--max-age", type=float, default=600.0,
                         help="seconds since beat last wrote its schedule (beat only)")
     args = parser.parse_args(argv)
     if args.role == "web":
@@ -97,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.role == "worker":
         problem = check_jail() or check_worker_ping()
     else:
-        problem = check_beat(args.schedule, args.max_age)
+        problem = check_beat(args.schedule or beat_schedule(), args.max_age)
     if problem:
         print(f"unhealthy: {problem}", file=sys.stderr)
         return 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +24,11 @@ def tool(name: str) -> str:
 
 
 def make_env(tmp: Path) -> Path:
-    """A project directory holding an .env made by deploy/make-env.sh."""
-    tmp.mkdir(parents=True, exist_ok=True)
+    """A project directory: the compose files of the checkout and an .env made by
+    deploy/make-env.sh, laid out as in the checkout."""
+    (tmp / "deploy").mkdir(parents=True, exist_ok=True)
+    for path in [COMPOSE_FILE, *ROOT.glob("deploy/compose.*.yml")]:
+        shutil.copy(path, tmp / path.relative_to(ROOT))
     env = subprocess.run(["sh", str(ROOT / "deploy" / "make-env.sh")], check=True,
                          capture_output=True, text=True).stdout
     (tmp / ".env").write_text(env)
@@ -45,16 +49,20 @@ def compose_binary() -> str:
     return str(binary)
 
 
-def compose(project: Path, *args: str, compose_file: Path = COMPOSE_FILE,
+def compose(project: Path, *args: str, files: tuple[str, ...] = ("docker-compose.yml",),
             check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run the real `docker-compose` (no engine needed for `config`) on a compose file."""
+    """Run the real `docker compose` (no engine needed for `config`) in a project directory,
+    the way an operator runs it there: `docker compose -f FILE... ARGS`."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("COMPOSE_", "DOCKER_", "MICROGRADE_", "POSTGRES_", "REDIS_"))}
-    cmd = [compose_binary(), "-f", str(compose_file), "--project-directory",
-           str(project), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
-    if check and proc.returncode != 0:
-        pytest.fail(f"{' '.join(cmd)} failed:\n{proc.stderr}")
+    cmd = [compose_binary()]
+    for name in files:
+        cmd += ["-f", name]
+    cmd += args
+    proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True, env=env,
+                          timeout=60)
+    if check and (proc.returncode != 0 or proc.stderr):
+        pytest.fail(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc
 
 

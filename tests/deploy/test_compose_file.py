@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -167,6 +168,10 @@ def test_env_example_has_no_secret_and_documents_every_variable() -> None:
     assert [k for k, v in example.items() if v == ""] == list(SECRETS)
     used = set(re.findall(r"\$\{([A-Z0-9_]+)", COMPOSE_FILE.read_text()))
     assert used <= set(example), f"undocumented: {used - set(example)}"
+    text = (ROOT / ".env.example").read_text()
+    for extra in ROOT.glob("deploy/compose.*.yml"):
+        for name in set(re.findall(r"\$\{([A-Z0-9_]+)", extra.read_text())):
+            assert re.search(rf"(?m)^(# )?{name}=", text), f"{name} ({extra.name})"
 
 
 def test_make_env_fills_every_secret(dotenv: dict) -> None:
@@ -204,3 +209,52 @@ def test_env_example_settings_reach_the_app_config(dotenv: dict) -> None:
         if key.startswith("MICROGRADE_LIMIT_"):
             field = key.removeprefix("MICROGRADE_LIMIT_").lower()
             assert getattr(limits, field) == pytest.approx(float(value)), key
+
+
+WORKER_KEYS = ("command", "user", "init", "restart", "cap_drop", "security_opt", "pids_limit",
+               "mem_limit", "stop_grace_period", "healthcheck", "image")
+
+
+def test_a_worker_machine_runs_the_same_worker(compose_config: dict, tmp_path: Path) -> None:
+    project = make_env(tmp_path)
+    url_db = "postgresql+psycopg://micrograde:pw@10.0.0.5:5432/micrograde"
+    url_broker = "redis://:pw@10.0.0.5:6379/0"
+    with (project / ".env").open("a") as env:
+        env.write(f"MICROGRADE_DATABASE_URL={url_db}\nMICROGRADE_BROKER_URL={url_broker}\n")
+    files = ("deploy/compose.worker.yml",)
+    compose(project, "--env-file", ".env", "config", "--quiet", files=files)
+    remote = json.loads(compose(project, "--env-file", ".env", "config", "--format", "json",
+                                files=files).stdout)
+    assert set(remote["services"]) == {"worker"}
+    worker, here = remote["services"]["worker"], compose_config["services"]["worker"]
+    for key in WORKER_KEYS:
+        assert worker[key] == here[key], key
+    assert worker["build"]["context"] == str(project)
+    assert worker["environment"]["MICROGRADE_DATABASE_URL"] == url_db
+    assert worker["environment"]["MICROGRADE_BROKER_URL"] == url_broker
+    assert "container_name" not in worker and not worker.get("ports")
+
+
+def test_a_worker_machine_needs_the_server_urls(tmp_path: Path) -> None:
+    project = make_env(tmp_path)
+    proc = compose(project, "--env-file", ".env", "config", "--quiet",
+                   files=("deploy/compose.worker.yml",), check=False)
+    assert proc.returncode != 0
+    assert "set MICROGRADE_DATABASE_URL in .env" in proc.stderr
+
+
+def test_exposing_database_and_broker_to_worker_machines(tmp_path: Path) -> None:
+    project = make_env(tmp_path)
+    files = ("docker-compose.yml", "deploy/compose.expose.yml")
+    refused = compose(project, "config", "--quiet", files=files, check=False)
+    assert refused.returncode != 0 and "MICROGRADE_PRIVATE_ADDRESS" in refused.stderr
+    with (project / ".env").open("a") as env:
+        env.write("MICROGRADE_PRIVATE_ADDRESS=10.0.0.5\n")
+    config = json.loads(compose(project, "config", "--format", "json", files=files).stdout)
+    for name, port in (("postgres", 5432), ("redis", 6379)):
+        svc = config["services"][name]
+        assert [(p["host_ip"], int(p["published"]), p["target"]) for p in svc["ports"]] == \
+            [("10.0.0.5", port, port)], name
+        assert set(svc["networks"]) == {"backend", "cluster"}
+    assert config["networks"]["backend"]["internal"] is True
+    assert config["services"]["web"]["ports"][0]["host_ip"] == "127.0.0.1"
