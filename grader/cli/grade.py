@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from exercises import EXERCISES
+from grader.grading import outdir
 from grader.grading.pipeline import WEAK_WARNING, grade
 from grader.grading.report import Report
 from worker.limits import Limits
@@ -21,7 +22,7 @@ from worker.sandbox import bwrap_path
               help="Grade only this exercise (repeatable).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed of the random instances.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Write report.json (and the diffs) into this folder.")
+              help="Write report.json, NAME.svg diffs and index.html into this folder.")
 @click.option("-k", "--instances", "k", type=click.IntRange(0, 20), default=3, show_default=True,
               help="Random instances per exercise besides the canonical one.")
 def grade_command(file: Path, as_json: bool, exercises: tuple[str, ...], seed: int | None,
@@ -45,9 +46,9 @@ def grade_command(file: Path, as_json: bool, exercises: tuple[str, ...], seed: i
 
 
 def write_out(report: Report, out: Path) -> None:
-    """Write report.json into `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(report.to_json(), encoding="utf-8")
+    """Write report.json, one NAME.svg diff per exercise and index.html into `out`."""
+    outdir.write(report, out)
+    click.echo(f"wrote {out / 'index.html'}", err=True)
 
 
 def render_table(report: Report) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ MAX_NODES = 60        #: above this, draw a neighbourhood instead of the whole g
 NEIGHBOURHOOD = 30    #: at most this many values in a neighbourhood
 MAX_HOPS = 3
 MAX_TEXT = 60
+MAX_OP = 30          #: op names longer than this are cut (the circle grows with them)
 STYLE = {  # status -> (fill, border)
     "ok": ("#e8f5e9", "#2e7d32"),
     "wrong": ("#ffcdd2", "#c62828"),
@@ -49,10 +51,10 @@ def escape_record(text: Any) -> str:
                    for ch in clean(text))
 
 
-def escape_label(text: Any) -> str:
+def escape_label(text: Any, limit: int = MAX_TEXT) -> str:
     """`text` as a quoted DOT label (no ``\\N``-style escapes, no entities)."""
     return "".join("\\" + ch if ch in '\\"' else "&amp;" if ch == "&" else ch
-                   for ch in clean(text))
+                   for ch in clean(text, limit))
 
 
 @dataclass
@@ -238,9 +240,9 @@ def diff_dot(run: RunOutcome, *, highlight: str | None = None, title: str = "") 
                      f'label="{_record(vert, name)}"];')
         if k in with_op:
             dash = ', style="dashed"' if vert.dashed else ""
+            op = escape_label(vert.op or " ", MAX_OP)
             lines.append(f'  {vid}op [shape=circle, id="{vid}op", class="mg-op", '
-                         f'label="{escape_label(vert.op or " ")}", fontsize=9, margin=0.02, '
-                         f'width=0.3{dash}];')
+                         f'label="{op}", fontsize=9, margin=0.02, width=0.3{dash}];')
             lines.append(f"  {vid}op -> {vid}{' [style=dashed]' if vert.dashed else ''};")
     for kid, key, dashed in d.edges(set(keys)):
         lines.append(f"  {ids[kid]} -> {ids[key]}op{' [style=dashed]' if dashed else ''};")
@@ -257,3 +259,20 @@ def inline_svg(svg: str) -> str:
     """An SVG document as an element to embed in HTML (no prolog, doctype or comments)."""
     svg = re.sub(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<!--.*?-->", "", svg, flags=re.S)
     return svg.strip()
+
+
+def safe_svg(svg: str) -> bool:
+    """True when the SVG is only drawing: no script, handler, link or foreign content."""
+    try:
+        root = ET.fromstring(svg)
+    except ET.ParseError:
+        return False
+    for el in root.iter():
+        tag = str(el.tag).rsplit("}", 1)[-1].lower()
+        if tag in ("script", "foreignobject", "iframe", "object", "embed", "use", "image"):
+            return False
+        for attr, value in el.attrib.items():
+            name = attr.rsplit("}", 1)[-1].lower()
+            if name.startswith("on") or (name == "href" and not value.startswith("#")):
+                return False
+    return True
