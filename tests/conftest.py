@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# pytest puts this folder on sys.path for this file; its tests/exercises, tests/reference
+# and tests/worker would then shadow the real packages of the same names.
+if sys.path[:1] != [str(ROOT)]:
+    sys.path.insert(0, str(ROOT))
 
 #: benchmarks print figures; they are run by hand, never collected
 collect_ignore = ["bench"]

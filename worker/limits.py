@@ -41,14 +41,16 @@ class Limits:
         """Limits from `MICROGRADE_LIMIT_*` environment variables (e.g. MICROGRADE_LIMIT_WALL_S)."""
         return cls.from_mapping(os.environ, "MICROGRADE_LIMIT_")
 
-    def rlimits(self, cpu_s: int, per_process_memory: bool) -> list[tuple[int, tuple[int, int]]]:
+    def rlimits(self, cpu_s: int, per_process_memory: bool, tasks_in_use: int = 0
+                ) -> list[tuple[int, tuple[int, int]]]:
         """The rlimits of one run: CPU, file size, no core, open files and, when no cgroup
-        bounds the tree, address space per process and a fork limit."""
+        bounds the tree, address space per process and a fork limit. RLIMIT_NPROC counts
+        every task of the user, so the fork limit is `processes` above `tasks_in_use`."""
         out = [(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1)),
                (resource.RLIMIT_FSIZE, (self.file_size_mb * MiB,) * 2),
                (resource.RLIMIT_CORE, (0, 0)),
                (resource.RLIMIT_NOFILE, (self.open_files,) * 2)]
         if per_process_memory:
             out += [(resource.RLIMIT_AS, (self.memory_mb * MiB,) * 2),
-                    (resource.RLIMIT_NPROC, (self.processes,) * 2)]
+                    (resource.RLIMIT_NPROC, (tasks_in_use + self.processes,) * 2)]
         return out

@@ -166,8 +166,10 @@ def _prepare_box(files: Mapping[str, str | bytes], packages: dict[str, str], wea
 def _preexec(limits: Limits, cpu_s: int, fds: dict[int, int], group: cgroups.Group | None,
              weak: bool) -> Callable[[], None]:
     """The function run in the child between fork and exec: cgroup, rlimits, channel."""
-    rlimits = limits.rlimits(cpu_s, per_process_memory=weak or group is None)
     drop_root = weak and os.geteuid() == 0 and _nobody_can_run()
+    per_process = weak or group is None
+    tasks = tasks_of(NOBODY if drop_root else os.getuid()) if per_process else 0
+    rlimits = limits.rlimits(cpu_s, per_process_memory=per_process, tasks_in_use=tasks)
     if weak and os.geteuid() == 0 and not drop_root and not _warned:
         _warned.append(True)
         log.warning("weak sandbox running as ROOT: nobody cannot run %s", interpreter())
@@ -190,6 +192,18 @@ def _preexec(limits: Limits, cpu_s: int, fds: dict[int, int], group: cgroups.Gro
             _die_with_parent()  # after the uid change, which would clear it
 
     return setup
+
+
+def tasks_of(uid: int) -> int:
+    """How many tasks (threads included, as RLIMIT_NPROC counts) the user runs now."""
+    count = 0
+    for status in glob.glob("/proc/[0-9]*/status"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(status) as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                count += int(fields["Threads"])
+    return count
 
 
 def _nobody_can_run() -> bool:
@@ -257,7 +271,7 @@ def run(files: Mapping[str, str | bytes], script: str, args: list[str], limits: 
         result = _supervise(proc, channel[0], limits, start, weak)
         result.isolation = isolation
         _kill(proc, group)
-        if group is not None and result.status in ("crashed", "ok") and group.oom_killed():
+        if group is not None and result.status != "import_timeout" and group.oom_killed():
             result.status, result.detail = "memory_limit", "out of memory"
         return result
     finally:
@@ -320,7 +334,9 @@ def _supervise(proc: subprocess.Popen, channel: int, limits: Limits, start: floa
         stdout=_text(buffers["stdout"], limits.output_bytes),
         stderr=_text(buffers["stderr"], limits.output_bytes),
         wall_s=round(time.monotonic() - start, 3))
-    if result.status == "ok" and (proc.returncode != 0 or bad):
+    if result.status == "ok" and _signal(proc.returncode, weak) == signal.SIGXCPU:
+        result.status, result.detail = "timeout", "CPU time limit"
+    elif result.status == "ok" and (proc.returncode != 0 or bad):
         result.status = "crashed"
         result.detail = (_exit_detail(proc.returncode, weak) if proc.returncode
                          else "garbled result")
@@ -386,18 +402,24 @@ def _text(buf: bytearray, cap: int) -> str:
     return text
 
 
+def _signal(code: int | None, weak: bool) -> int | None:
+    """The signal that ended a run (bwrap exits with 128 + N when its child got signal N)."""
+    if code is not None and code < 0:
+        return -code
+    if code is not None and not weak and code > 128:
+        return code - 128
+    return None
+
+
 def _exit_detail(code: int | None, weak: bool = True) -> str:
-    """A phrase for how a process ended (bwrap reports a child's signal N as 128 + N)."""
-    if code is None:
-        return "did not exit"
-    if not weak and code > 128:
-        code = 128 - code
-    if code < 0:
+    """A phrase for how a process ended."""
+    sig = _signal(code, weak)
+    if sig is not None:
         try:
-            return f"killed by {signal.Signals(-code).name}"
+            return f"killed by {signal.Signals(sig).name}"
         except ValueError:
-            return f"killed by signal {-code}"
-    return f"exited with status {code}"
+            return f"killed by signal {sig}"
+    return "did not exit" if code is None else f"exited with status {code}"
 
 
 def _kill(proc: subprocess.Popen, group: cgroups.Group | None) -> None:
