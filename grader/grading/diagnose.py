@@ -1,10 +1,7 @@
 """Diagnosis: name the bug behind a wrong exercise, and the graph node it shows up at.
 
-Works on the focus run's numbers (expected against actual, per tagged node) and on a trace
-of the exercise's graph (`exercises.single_op.trace`): which operation made each node, its
-operands and local derivatives. Causes (stable ids the dashboards aggregate): overwrite,
-local_derivative, forward_op, unseeded, topo_order, missing_op, recursion, exception,
-timeout, memory.
+Reads the focus run's numbers and a trace of its graph (`exercises.single_op.trace`: which
+operation made each node, from what). Causes are stable ids the dashboards aggregate.
 """
 
 from __future__ import annotations
@@ -24,21 +21,20 @@ log = logging.getLogger(__name__)
 MAX_CONTRIBUTIONS = 12
 #: the derivative rule of each operation, as a student reads it
 RULES = {
-    "add": "for out = a + b, both a.grad and b.grad get `+= out.grad`",
-    "mul": "for out = a * b, a.grad gets `+= b.data * out.grad` and b.grad "
-           "`+= a.data * out.grad`",
-    "sub": "for out = a - b, a.grad gets `+= out.grad` and b.grad `-= out.grad`",
-    "rsub": "`1.0 - a` calls `a.__rsub__(1.0)`, which must compute 1.0 - a, so a.grad gets "
-            "`-= out.grad`",
-    "neg": "for out = -a, a.grad gets `-= out.grad`",
-    "pow": "for out = x**k, x.grad gets `+= k * x.data**(k-1) * out.grad`",
-    "truediv": "for out = a / b, a.grad gets `+= out.grad / b.data` and b.grad "
-               "`-= a.data / b.data**2 * out.grad`",
+    "add": "For out = a + b, both a.grad and b.grad get `+= out.grad`.",
+    "mul": "For out = a * b, a.grad gets `+= b.data * out.grad`, b.grad `+= a.data * out.grad`.",
+    "sub": "For out = a - b, a.grad gets `+= out.grad` and b.grad `-= out.grad`.",
+    "rsub": "`1.0 - a` calls `a.__rsub__(1.0)`, which computes 1.0 - a: a.grad gets "
+            "`-= out.grad`.",
+    "neg": "For out = -a, a.grad gets `-= out.grad`.",
+    "pow": "For out = x**k, x.grad gets `+= k * x.data**(k-1) * out.grad`.",
+    "truediv": "For out = a / b, a.grad gets `+= out.grad / b.data`, b.grad "
+               "`-= a.data / b.data**2 * out.grad`.",
     "rtruediv": "`4.0 / a` calls `a.__rtruediv__(4.0)`: a.grad gets "
-                "`-= 4.0 / a.data**2 * out.grad`",
-    "tanh": "for t = tanh(x), x.grad gets `+= (1 - t**2) * out.grad`, with t the OUTPUT value",
-    "exp": "for out = exp(x), x.grad gets `+= out.data * out.grad`",
-    "relu": "for out = relu(x), x.grad gets `+= (out.data > 0) * out.grad`",
+                "`-= 4.0 / a.data**2 * out.grad`.",
+    "tanh": "For t = tanh(x), x.grad gets `+= (1 - t**2) * out.grad`, with t the OUTPUT value.",
+    "exp": "For out = exp(x), x.grad gets `+= out.data * out.grad`.",
+    "relu": "For out = relu(x), x.grad gets `+= (out.data > 0) * out.grad`.",
 }
 FAMILY = {"add_number": "add", "radd": "add", "mul_number": "mul", "rmul": "mul",
           "sub_number": "sub", "truediv_number": "truediv"}
@@ -63,6 +59,12 @@ FORWARD = {
 TOPO_HINT = ("Call each node's `_backward` only after every node that uses it has added its "
              "gradient: build a topological order of the whole graph once (with a visited "
              "set) and walk it in reverse.")
+LIMIT_HINTS = {
+    "timeout": ("timeout", "Something never finished: a graph walk without a visited set "
+                "revisits shared nodes again and again; build the topological order once."),
+    "memory_limit": ("memory", "Your code used too much memory: look for lists (like a "
+                     "topological order) that grow every time a shared node is visited."),
+}
 METHODS = {op.method: name for name, op in reversed(OPS.items())}
 
 
@@ -94,8 +96,7 @@ def op_text(op: str | None) -> str:
 def rule(op: str | None, hints: Any = None) -> str:
     """The derivative rule for an op, preferring the exercise's own hint."""
     fam = FAMILY.get(op or "", op or "")
-    own = (hints or {}).get(op) or (hints or {}).get(fam)
-    return own or (RULES[fam][0].upper() + RULES[fam][1:] + "." if fam in RULES else "")
+    return (hints or {}).get(op) or (hints or {}).get(fam) or RULES.get(fam, "")
 
 
 class Graph:
@@ -158,9 +159,7 @@ class Graph:
 
 
 def _subset_sums(parts: list[float]) -> list[float]:
-    idx = range(len(parts))
-    return [sum(parts[i] for i in c) for r in range(1, len(parts))
-            for c in itertools.combinations(idx, r)]
+    return [sum(c) for r in range(1, len(parts)) for c in itertools.combinations(parts, r)]
 
 
 def gradient(g: Graph, hints: Any) -> Finding:
@@ -171,10 +170,13 @@ def gradient(g: Graph, hints: Any) -> Finding:
     if out.name in run.grad_wrong or (
             others and all(g.actual("grad", n) == 0 for n in others)
             and any(run.expected["grad"][n] for n in others)):
-        return Finding("unseeded", f"`{out.name}.grad` is {fmt(grad_now)} when backward "
-                       "starts from it; it must be seeded with 1.0 first.", out.name,
-                       "backward", ["Start `backward()` with `self.grad = 1.0` before calling "
-                                    "the `_backward` of every node."])
+        summary = (f"`{out.name}.grad` is {fmt(grad_now)} after backward(); it must be "
+                   "seeded with 1.0." if out.name in run.grad_wrong else
+                   f"Every gradient below `{out.name}` is 0: its gradient was still 0 when "
+                   "its `_backward` ran.")
+        return Finding("unseeded", summary, out.name, "backward", [
+            "Start `backward()` with `self.grad = 1.0` before calling the `_backward` of "
+            "every node."])
     frontier = [n for n in g.trace.nodes if g.is_tagged(n) and n.name in run.grad_wrong
                 and all(g.grad_right(u) for u in g.users.get(n.index, []))]
     for x in frontier:
@@ -214,7 +216,7 @@ def gradient(g: Graph, hints: Any) -> Finding:
         {"uses": uses})
 
 
-def forward(g: Graph, hints: Any) -> Finding:
+def forward(g: Graph) -> Finding:
     """Which operation computes a wrong value from right inputs."""
     for n in g.trace.nodes:
         if g.is_tagged(n) and n.name in g.run.data_wrong and all(
@@ -255,19 +257,15 @@ def missing(ev: Evaluation, trace: Trace | None) -> Finding:
 def failure(ev: Evaluation, trace: Trace | None) -> Finding | None:
     """An exception, recursion, timeout or memory limit."""
     verdict, res = ev.result.verdict, ev.result
-    if verdict == "timeout":
-        return Finding("timeout", res.message, hints=[
-            "Something never finished: a graph walk without a visited set revisits shared "
-            "nodes again and again; build the topological order once, then walk it."])
-    if verdict == "memory_limit":
-        return Finding("memory", res.message, hints=[
-            "Your code used too much memory: look for lists (like a topological order) "
-            "that grow every time a shared node is visited."])
+    if verdict in LIMIT_HINTS:
+        cause, hint = LIMIT_HINTS[verdict]
+        return Finding(cause, res.message, hints=[hint])
     err = (ev.focus.error if ev.focus else None) or {}
-    text = res.traceback or err.get("traceback") or ""
-    frames = re.findall(r'File "(?:[^"]*/)?submission\.py", line (\d+), in (\w+)', text)
+    frames = re.findall(r'File "(?:[^"]*/)?submission\.py", line (\d+), in (\w+)',
+                        res.traceback or err.get("traceback") or "")
     func = frames[-1][1] if frames else None
-    op = METHODS.get(func or "", "backward" if func else None)
+    op = METHODS.get(func or "") or ("init" if func == "__init__" else "backward" if func and (
+        "backward" in func or "topo" in func) else None)
     node = None
     if trace is not None and op:
         hit = next((n for n in trace.nodes if n.op == op), trace.out)
@@ -280,7 +278,7 @@ def failure(ev: Evaluation, trace: Trace | None) -> Finding | None:
                    "compute its result from other operations without re-entering it (e.g. "
                    "`__radd__` returns `self + other`, not `other + self`)."))
         return Finding("recursion", f"RecursionError in {where}.", node, op, [hint])
-    if verdict in ("error", "memory_limit") or res.traceback:
+    if verdict == "error" or res.traceback:
         line = f" (line {frames[-1][0]})" if frames else ""
         return Finding("exception", res.message, node, op,
                        [f"Your code raised an exception in `{func or 'Value'}`{line}: read "
@@ -297,6 +295,5 @@ def diagnose(ev: Evaluation, trace: Trace | None) -> Finding | None:
         return missing(ev, trace)
     if verdict in ("wrong_forward", "wrong_gradient") and run is not None and trace:
         g = Graph(trace, run)
-        hints = ev.exercise.hints
-        return forward(g, hints) if run.data_wrong else gradient(g, hints)
+        return forward(g) if run.data_wrong else gradient(g, ev.exercise.hints)
     return failure(ev, trace)

@@ -55,7 +55,9 @@ def title(ev: Evaluation) -> str:
     res = ev.result
     which = ("canonical instance" if not res.instance else
              f"random instance {res.instance} (seed {res.instance_seed})")
-    return f"{ev.exercise.name}: {res.graph} · {which}"
+    done = ev.focus is not None and ev.focus.actual is not None
+    return f"{ev.exercise.name}: {res.graph} · {which}" + (
+        "" if done else " · expected values (your code did not finish this graph)")
 
 
 def _shrink(finding: Finding, diag: dict[str, Any], t: Trace, replay: Replay) -> None:
@@ -93,7 +95,7 @@ def annotate(ev: Evaluation, *, seed: int, filename: str = "value.py",
                                       replay=replay_command(filename, seed, ev.exercise.name))
             diag.pop("uses", None)
             res.diagnosis = diag
-            res.hints = list(finding.hints)
+            res.hints = list(dict.fromkeys([*finding.hints, *res.hints]))
         if ev.focus is not None:
             node = finding.node if finding else None
             res.diff_dot = diffviz.diff_dot(ev.focus, highlight=node, title=title(ev))
