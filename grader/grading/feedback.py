@@ -79,36 +79,58 @@ def _shrink(finding: Finding, diag: dict[str, Any], t: Trace, replay: Replay) ->
 
 def annotate(ev: Evaluation, *, seed: int, filename: str = "value.py",
              replay: Replay | None = None) -> None:
-    """Fill in the result's diagnosis, hints, diff_dot and params (and shrink a failure)."""
+    """Fill in the result's diagnosis, hints, diff_dot and params (and shrink a failure).
+
+    Each part is independent: one that fails is logged and the others still appear.
+    """
     res = ev.result
+    node = None
     try:
         t = focus_trace(ev)
+    except Exception:  # noqa: BLE001 - an op the tracer does not know: diagnose without it
+        log.warning("could not trace %s", ev.exercise.name, exc_info=True)
+        t = None
+    try:
         finding = diagnose(ev, t)
         if finding is not None:
-            diag = finding.as_dict()
-            diag.update(graph=res.graph, instance=res.instance)
-            if replay is not None and t is not None:
-                _shrink(finding, diag, t, replay)
-            if "shrunk" in diag:
-                diag["shrunk"].update(seed=seed, instance=res.instance,
-                                      instance_seed=res.instance_seed,
-                                      replay=replay_command(filename, seed, ev.exercise.name))
-            diag.pop("uses", None)
-            res.diagnosis = diag
+            node = finding.node
+            res.diagnosis = describe(ev, finding, t, seed, filename, replay)
             res.hints = list(dict.fromkeys([*finding.hints, *res.hints]))
+    except Exception:  # noqa: BLE001 - feedback is a bonus; the verdict must survive
+        log.exception("diagnosis of %s failed", ev.exercise.name)
+    try:
         if ev.focus is not None:
-            node = finding.node if finding else None
             res.diff_dot = diffviz.diff_dot(ev.focus, highlight=node, title=title(ev))
             if ev.exercise.params:
                 names = ev.exercise.params(instance_inputs(ev, ev.focus.instance))
                 res.params = param_rows(ev.focus, names)
-        for row in res.table:
-            op = ev.exercise.graph(row["graph"]).ops[0]
-            if row.get("verdict") == "wrong_forward":
-                row["hint"] = FORWARD.get(op) or f"{op_text(op)} computes the wrong value."
-            elif row.get("verdict") == "wrong_gradient":
-                row["hint"] = rule(op, ev.exercise.hints) or None
-            if row.get("verdict") != "passed":
-                row["op"] = FAMILY.get(op, op)
-    except Exception:  # noqa: BLE001 - feedback is a bonus; the verdict must survive
-        log.exception("feedback for %s failed", ev.exercise.name)
+        table_hints(ev)
+    except Exception:  # noqa: BLE001
+        log.exception("diff of %s failed", ev.exercise.name)
+
+
+def describe(ev: Evaluation, finding: Finding, t: Trace | None, seed: int, filename: str,
+             replay: Replay | None) -> dict[str, Any]:
+    """The `result.diagnosis` dict, shrunk to one operation when that helps."""
+    res = ev.result
+    diag = finding.as_dict()
+    diag.update(graph=res.graph, instance=res.instance)
+    if replay is not None and t is not None:
+        _shrink(finding, diag, t, replay)
+    if "shrunk" in diag:
+        diag["shrunk"].update(seed=seed, instance=res.instance, instance_seed=res.instance_seed,
+                              replay=replay_command(filename, seed, ev.exercise.name))
+    diag.pop("uses", None)
+    return diag
+
+
+def table_hints(ev: Evaluation) -> None:
+    """Give each failing row of a per-operation table (operators) its op and a hint."""
+    for row in ev.result.table:
+        op = ev.exercise.graph(row["graph"]).ops[0]
+        if row.get("verdict") == "wrong_forward":
+            row["hint"] = FORWARD.get(op) or f"{op_text(op)} computes the wrong value."
+        elif row.get("verdict") == "wrong_gradient":
+            row["hint"] = rule(op, ev.exercise.hints) or None
+        if row.get("verdict") != "passed":
+            row["op"] = FAMILY.get(op, op)
