@@ -9,7 +9,6 @@ from typing import Any
 from exercises.base import Exercise
 from grader.grading.report import ExerciseResult, NodeRow
 from worker.harness import OP_TEXT
-from worker.sandbox import SandboxResult
 
 REL_TOL = 1e-6
 ABS_TOL = 1e-9
