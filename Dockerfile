@@ -1,8 +1,8 @@
 # syntax=docker/dockerfile:1
 # One image for every micrograde role; docker-compose.yml gives each role its command:
 #   web      gunicorn -c deploy/gunicorn.conf.py grader.wsgi:app   (user micrograde)
-#   worker   micrograde worker (celery -A worker.entry worker)         (user grader, bwrap)
-#   beat     micrograde beat (celery -A worker.entry beat)             (the sweeper's clock)
+#   worker   celery -A worker.entry worker --queues=grading,regrade   (user grader, bwrap)
+#   beat     celery -A worker.entry beat                              (the sweeper's clock)
 #   migrate  micrograde migrate                                       (one-shot, before web)
 # No secret is baked in: settings arrive as MICROGRADE_* environment variables at run time.
 

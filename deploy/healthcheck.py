@@ -75,11 +75,6 @@ def check_worker_ping() -> str | None:
     return f"no worker on {host} answered a ping through the broker (heard: {names})"
 
 
-def beat_schedule() -> Path:
-    """Where `micrograde beat` keeps its schedule: the instance folder."""
-    return Path(os.environ.get("MICROGRADE_INSTANCE_PATH", "./instance")) / "celerybeat"
-
-
 def check_beat(schedule: Path, max_age_s: float) -> str | None:
     """None when beat has synced its schedule file within `max_age_s` seconds.
 
@@ -97,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the check for one role; 0 when healthy."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("role", choices=("web", "worker", "beat"))
-    parser.add_argument("--schedule", type=Path, default=None,
-                        help="beat's schedule file (default: <instance>/celerybeat)")
+    parser.add_argument("--schedule", type=Path, default=Path("celerybeat-schedule"),
+                        help="beat's --schedule file (beat only)")
     parser.add_argument("--max-age", type=float, default=600.0,
                         help="seconds since beat last wrote its schedule (beat only)")
     args = parser.parse_args(argv)
@@ -107,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.role == "worker":
         problem = check_jail() or check_worker_ping()
     else:
-        problem = check_beat(args.schedule or beat_schedule(), args.max_age)
+        problem = check_beat(args.schedule, args.max_age)
     if problem:
         print(f"unhealthy: {problem}", file=sys.stderr)
         return 1
