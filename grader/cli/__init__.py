@@ -7,6 +7,7 @@ import logging
 import click
 
 from grader.cli.grade import grade_command
+from grader.cli.service import COMMANDS as SERVICE_COMMANDS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,6 +19,8 @@ def cli(verbose: bool) -> None:
 
 
 cli.add_command(grade_command)
+for _command in SERVICE_COMMANDS:
+    cli.add_command(_command)
 
 
 def main() -> None:
