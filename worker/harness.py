@@ -245,8 +245,18 @@ def structure(tagged: dict[str, Any], out: Any) -> dict[str, Any]:
 
     Nodes the builder did not name (e.g. the `-1` constant of `a - b`) get `#k` names and
     their numbers too. `has_structure` is False when no children attribute exists.
+    Children are an unordered multiset (often a set, whose order changes from run to
+    run), so they are sorted: a seed always reproduces the same report.
     """
     names = {id(n): name for name, n in tagged.items()}
+    named = dict(names)
+
+    def order(kid: Any) -> tuple:
+        if id(kid) in named:
+            return (0, named[id(kid)])
+        return (1, str(read_number(kid, ("data", "value"))), str(read_number(kid, ("grad",))),
+                read_op(kid) or "")
+
     nodes: dict[str, Any] = {}
     extra: dict[str, dict[str, float]] = {}
     has_structure = read_children(out) is not None
@@ -258,7 +268,7 @@ def structure(tagged: dict[str, Any], out: Any) -> dict[str, Any]:
             continue
         seen.add(id(node))
         name = names.setdefault(id(node), f"#{len(names)}")
-        kids = read_children(node) or []
+        kids = sorted(read_children(node) or [], key=order)
         for kid in kids:
             names.setdefault(id(kid), f"#{len(names)}")
         nodes[name] = {"op": read_op(node), "children": [names[id(k)] for k in kids][:64]}
