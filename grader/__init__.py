@@ -14,6 +14,8 @@ log = logging.getLogger(__name__)
 
 #: one blueprint per audience, each module exposing `bp`; add one line per blueprint
 BLUEPRINTS: tuple[str, ...] = (
+    "grader.auth",
+    "grader.student",
     "grader.api",
 )
 
