@@ -45,14 +45,14 @@ class Group:
         if self.v2 and (self.dirs[0] / "cgroup.kill").exists():
             with contextlib.suppress(OSError):
                 (self.dirs[0] / "cgroup.kill").write_text("1")
-        for _ in range(100):
+        for attempt in range(400):  # about a second, most of it only if something resists
             pids = self.pids()
             if not pids:
                 return
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-            time.sleep(0.005)
+            time.sleep(0.0005 if attempt < 20 else 0.003)
         log.error("processes survive in cgroup %s", self.dirs[0])
 
     def oom_killed(self) -> bool:
