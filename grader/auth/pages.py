@@ -10,6 +10,7 @@ from flask import Flask, Response, current_app, render_template, request
 from flask.blueprints import BlueprintSetupState
 from flask_login import current_user
 from flask_wtf.csrf import CSRFError
+from markupsafe import escape
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from grader.auth import throttle
@@ -62,8 +63,13 @@ def render_error(exc: HTTPException) -> Response:
     code = exc.code or 500
     if code >= 500:
         log.error("%s %s -> %s", request.method, request.path, code)
-    html = render_template("errors/error.html", code=code, title=TITLES.get(code, exc.name),
-                           message=error_message(exc))
+    title, message = TITLES.get(code, exc.name), error_message(exc)
+    try:
+        html = render_template("errors/error.html", code=code, title=title, message=message)
+    except Exception:  # e.g. the database is down: a plain page rather than none
+        log.exception("error page %s could not be rendered", code)
+        html = (f"<!doctype html><title>{code} {escape(title)}</title><h1>{escape(title)}"
+                f"</h1><p>{escape(message)}</p>")
     response = Response(html, status=code, mimetype="text/html")
     if isinstance(exc, HTTPException) and code in (405, 429):
         for name, value in exc.get_headers():
@@ -126,5 +132,7 @@ def install(state: BlueprintSetupState) -> None:
         from grader.auth.routes import instructor_home
 
         staff = current_user.is_authenticated and current_user.is_instructor
-        return {"logout_form": ActionForm, "instructor_home": instructor_home() if staff
-                else None, "now": utcnow}
+        # never bound to the request's form data (an error page may render for a request
+        # whose body cannot be read, e.g. one over the size limit)
+        return {"logout_form": lambda: ActionForm(formdata=None),
+                "instructor_home": instructor_home() if staff else None, "now": utcnow}

@@ -11,7 +11,7 @@ class SubmitForm(FlaskForm):
     """Upload a .py / .ipynb file, or paste the code of value.py."""
 
     file = FileField("Upload a file", render_kw={"accept": ".py,.ipynb"})
-    source = TextAreaField("…or paste your code", render_kw={
+    source = TextAreaField("Paste your code", render_kw={
         "rows": 14, "spellcheck": "false", "autocapitalize": "off", "autocomplete": "off",
         "placeholder": "class Value:\n    def __init__(self, data):\n        ..."})
     submit = SubmitField("Submit for grading")
