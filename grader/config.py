@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kombu import Queue
+from kombu import Exchange, Queue
 
 from worker.limits import Limits
 
@@ -138,7 +138,10 @@ def celery_settings(broker: str, conf: Mapping[str, Any], soft: int, hard: int) 
         "task_soft_time_limit": soft,
         "task_time_limit": hard,
         "task_default_queue": GRADING_QUEUE,
-        "task_queues": (Queue(GRADING_QUEUE), Queue(REGRADE_QUEUE)),
+        "task_queues": tuple(Queue(q, Exchange(q, type="direct"), routing_key=q)
+                            for q in (GRADING_QUEUE, REGRADE_QUEUE)),
+        "task_default_exchange": GRADING_QUEUE,
+        "task_default_routing_key": GRADING_QUEUE,
         "task_routes": {"micrograde.regrade": {"queue": REGRADE_QUEUE}},
         "broker_transport_options": transport,
         "broker_connection_timeout": 3,

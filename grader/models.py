@@ -277,11 +277,14 @@ class Submission(db.Model):
         """1-based place among fresh queued submissions (regrades wait behind), else None."""
         if self.status != "queued":
             return None
-        ahead = select(func.count()).select_from(Submission).where(
-            Submission.status == "queued", Submission.id < self.id)
-        if not self.regrade:
-            ahead = ahead.where(Submission.regrade.is_(False))
-        return int(db.session.scalar(ahead) or 0) + 1
+        queued = select(func.count()).select_from(Submission).where(
+            Submission.status == "queued")
+        fresh_ahead = Submission.regrade.is_(False)
+        if self.regrade:  # every fresh submission goes first, then older regrades
+            fresh_ahead = fresh_ahead | (Submission.id < self.id)
+        else:
+            fresh_ahead = fresh_ahead & (Submission.id < self.id)
+        return int(db.session.scalar(queued.where(fresh_ahead)) or 0) + 1
 
     def report_dict(self) -> dict[str, Any] | None:
         """The full SPEC §5 report (exercises from the result rows), or None before grading."""

@@ -107,7 +107,7 @@ class Supervised:
         if proc is None or proc.poll() is not None:
             return
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
+            proc.terminate()  # the worker's warm shutdown stops its pool and beat
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
