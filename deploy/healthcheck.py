@@ -24,7 +24,8 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-PROBE = "import numpy, sys\nsys.stdout.write('jail ok')\n"
+#: what every graded exercise needs: the jail, the interpreter and numpy from `_site`
+PROBE = "import sys\nsys.path.insert(0, '_site')\nimport numpy\nsys.stdout.write('jail ok')\n"
 
 
 def web_port(bind: str) -> int:
@@ -51,11 +52,11 @@ def check_web() -> str | None:
 
 
 def check_jail() -> str | None:
-    """None when a jailed run of the real sandbox succeeds in this container."""
+    """None when a jailed run of the real sandbox, under the configured limits, succeeds."""
     from worker import sandbox
     from worker.limits import Limits
 
-    result = sandbox.run({"probe.py": PROBE}, "probe.py", [], Limits(), weak=False)
+    result = sandbox.run({"probe.py": PROBE}, "probe.py", [], Limits.from_env(), weak=False)
     if result.status == "ok" and result.stdout == "jail ok":
         return None
     return (f"bubblewrap cannot build a jail here ({result.status}: "
@@ -64,15 +65,14 @@ def check_jail() -> str | None:
 
 
 def check_worker_ping() -> str | None:
-    """None when a Celery worker of this host (container) answers a ping via the broker."""
+    """None when this container's Celery worker (`celery@<hostname>`) answers a ping."""
     from worker.entry import celery_app
 
-    host = socket.gethostname()
-    replies = celery_app.control.ping(timeout=5.0)
-    names = [name for reply in replies for name in reply]
-    if any(name.rsplit("@", 1)[-1] == host for name in names):
+    node = f"celery@{socket.gethostname()}"
+    replies = celery_app.control.ping(destination=[node], timeout=5.0)
+    if any(node in reply for reply in replies):
         return None
-    return f"no worker on {host} answered a ping through the broker (heard: {names})"
+    return f"{node} did not answer a ping through the broker"
 
 
 def check_beat(schedule: Path, max_age_s: float) -> str | None:

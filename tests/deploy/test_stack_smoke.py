@@ -11,6 +11,7 @@ through the HTTP API. Everything it starts is killed at the end.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import re
@@ -54,6 +55,12 @@ def image_env() -> dict[str, str]:
             env.update(pair.split("=", 1) for pair in line[4:].split())
     env.pop("PATH", None)
     return env
+
+
+def forget_beat(schedule: str) -> None:
+    """Remove beat's schedule files (dbm adds suffixes to the name)."""
+    for path in glob.glob(glob.escape(schedule) + "*"):
+        os.remove(path)
 
 
 def psql(sql: str) -> None:
@@ -182,6 +189,9 @@ def stack(compose_config: dict, tmp_path_factory: pytest.TempPathFactory) -> Ite
     psql(f"CREATE DATABASE {database}")
     subprocess.run(["redis-cli", "-n", str(REDIS_DB), "flushdb"], check=True,
                    capture_output=True)
+    beat_state = next(a.split("=", 1)[1] for a in compose_config["services"]["beat"]["command"]
+                      if a.startswith("--schedule="))
+    forget_beat(beat_state)  # a stale schedule would pass beat's healthcheck at once
     port = free_port()
     env = {name: role_env(compose_config, name, tmp / "instance", port, database)
            for name in ("migrate", *SERVICES)}
@@ -196,6 +206,7 @@ def stack(compose_config: dict, tmp_path_factory: pytest.TempPathFactory) -> Ite
         yield stack
     finally:
         stack.stop()
+        forget_beat(beat_state)
         subprocess.run(["redis-cli", "-n", str(REDIS_DB), "flushdb"], capture_output=True)
         psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
