@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from flask import current_app
@@ -34,7 +35,8 @@ def claim(submission_id: int, hostname: str) -> Submission | None:
         fail(sub, "too_many_attempts", f"grading was interrupted {sub.attempts} times; "
              "an instructor can regrade it")
         return None
-    sub.status, sub.started_at, sub.worker = "running", utcnow(), hostname[:200]
+    sub.status, sub.started_at = "running", utcnow()
+    sub.worker = f"{hostname}:{os.getpid()}"[:200]  #: which process grades it
     sub.attempts += 1
     db.session.commit()
     return sub
@@ -60,25 +62,23 @@ def grade_row(sub: Submission) -> Report:
 
 
 def render_svgs(report: Report) -> dict[str, str]:
-    """Each exercise's diff as SVG, by exercise name (empty until diff rendering exists)."""
-    try:
-        from grader.grading import diffviz
-    except ImportError:
-        return {}
-    render = getattr(diffviz, "render_svg", None)
-    if render is None:
-        return {}
+    """Each exercise's diff as inline SVG, by exercise name (only drawing, size-capped)."""
+    from grader.grading.diffviz import inline_svg, render_svg, safe_svg
+
     out = {}
     for ex in report.exercises:
         if not ex.diff_dot:
             continue
         try:
-            svg = render(ex.diff_dot)
+            svg = inline_svg(render_svg(ex.diff_dot))
         except Exception as exc:  # a diff that does not render must not lose the grade
             log.warning("diff of %s did not render: %s", ex.name, exc)
             continue
-        if svg and len(svg) <= MAX_SVG_BYTES:
-            out[ex.name] = svg
+        if len(svg) > MAX_SVG_BYTES or not safe_svg(svg):
+            log.warning("diff of %s not stored (%d bytes, or not plain drawing)", ex.name,
+                        len(svg))
+            continue
+        out[ex.name] = svg
     return out
 
 

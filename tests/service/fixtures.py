@@ -5,7 +5,7 @@ Real parts only: a Redis server of our own on a free loopback port (never the sh
 after it, real `celery worker` processes, and a live HTTP server for the site.
 
 Fixtures: `make_app`, `app`, `client`, `users` (SQLite + in-memory broker, no worker);
-`redis_server`, `pg_url`, `pg_stack` (PostgreSQL + Redis + a 2-process worker + live
+`redis_server`, `pg_databases`, `pg_url`, `pg_stack` (PostgreSQL + Redis + a 2-process worker + live
 HTTP server, session scoped); helpers `build_app`, `RedisServer`, `WorkerProcess`,
 `LiveServer`, `wait_for`, `SOURCES`.
 """
@@ -382,22 +382,50 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     server.stop()
 
 
-@pytest.fixture(scope="session")
-def pg_url() -> Iterator[str]:
-    """A PostgreSQL database created for this session (dropped afterwards)."""
-    import sqlalchemy as sa
+class PgDatabases:
+    """Creates PostgreSQL databases on the local server and drops them all at the end."""
 
-    name = f"micrograde_test_{os.getpid()}_{secrets.token_hex(3)}"
-    admin = sa.create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError as exc:
-        pytest.skip(f"PostgreSQL is not running (scripts/services.sh starts it): {exc}")
-    yield f"{PG_SERVER}/{name}"
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    def __init__(self) -> None:
+        import sqlalchemy as sa
+
+        self.admin = sa.create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT")
+        self.names: list[str] = []
+
+    def create(self) -> str:
+        """A new empty database; its URL."""
+        import sqlalchemy as sa
+
+        name = f"micrograde_test_{os.getpid()}_{secrets.token_hex(3)}"
+        try:
+            with self.admin.connect() as conn:
+                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        except sa.exc.OperationalError as exc:
+            pytest.skip(f"PostgreSQL is not running (scripts/services.sh starts it): {exc}")
+        self.names.append(name)
+        return f"{PG_SERVER}/{name}"
+
+    def drop_all(self) -> None:
+        """Drop every database made here."""
+        import sqlalchemy as sa
+
+        with self.admin.connect() as conn:
+            for name in self.names:
+                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        self.admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_databases() -> Iterator[PgDatabases]:
+    """Factory of fresh PostgreSQL databases: `pg_databases.create()` -> URL."""
+    dbs = PgDatabases()
+    yield dbs
+    dbs.drop_all()
+
+
+@pytest.fixture(scope="session")
+def pg_url(pg_databases: PgDatabases) -> str:
+    """A PostgreSQL database for this session (dropped afterwards)."""
+    return pg_databases.create()
 
 
 @pytest.fixture(scope="session")
