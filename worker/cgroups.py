@@ -1,4 +1,5 @@
-"""A per-run cgroup (v2 or v1) bounding memory and process count of a whole process tree.
+"""A per-run cgroup (v2 or v1) bounding memory and process count of a whole process tree,
+and killing a run's whole tree.
 
 Used when the host lets us create one (root, or a delegated subtree); `create` returns
 None otherwise and the sandbox falls back to per-process rlimits.
@@ -10,6 +11,7 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -166,3 +168,18 @@ def _create_v2(name: str, memory_bytes: int, max_pids: int) -> Group | None:
         d.rmdir()
         raise
     return Group([d], v2=True)
+
+
+def kill_tree(proc: subprocess.Popen, group: Group | None) -> None:
+    """Kill the whole process tree of a run, whatever state it is in (idempotent)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session, so its own process group
+    if group is not None:
+        group.kill_all()  # also those that left the process group
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        log.error("sandbox process %s did not die", proc.pid)
+    for stream in (proc.stdout, proc.stderr):
+        if stream and not stream.closed:
+            stream.close()

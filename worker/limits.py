@@ -1,13 +1,27 @@
-"""Every sandbox limit in one declarative place, with the defaults of SPEC §7."""
+"""Every sandbox limit in one declarative place, with the defaults of SPEC §7, and the
+setup that puts a child process under them between fork and exec."""
 
 from __future__ import annotations
 
+import contextlib
+import glob
+import logging
 import os
 import resource
-from collections.abc import Mapping
+import signal
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from worker.cgroups import Group
+
+log = logging.getLogger(__name__)
 MiB = 1024 * 1024
+NOBODY = 65534
+PR_SET_PDEATHSIG = 1
+_warned: list[bool] = []  #: the running-as-root warning is logged once a process
 
 
 @dataclass(frozen=True)
@@ -54,3 +68,66 @@ class Limits:
             out += [(resource.RLIMIT_AS, (self.memory_mb * MiB,) * 2),
                     (resource.RLIMIT_NPROC, (tasks_in_use + self.processes,) * 2)]
         return out
+
+
+def child_setup(limits: Limits, cpu_s: int, fds: dict[int, int], group: Group | None,
+                weak: bool, runtime: tuple[str, ...]) -> Callable[[], None]:
+    """The function to run in a child between fork and exec: join the cgroup, set the
+    rlimits, put `fds` (sources >= 10) at their numbers and, weakly isolated, die with
+    the parent and stop being root if an unprivileged user can run the `runtime` paths."""
+    drop_root = weak and os.geteuid() == 0 and _nobody_can_run(runtime)
+    per_process = weak or group is None
+    tasks = tasks_of(NOBODY if drop_root else os.getuid()) if per_process else 0
+    rlimits = limits.rlimits(cpu_s, per_process_memory=per_process, tasks_in_use=tasks)
+    if weak and os.geteuid() == 0 and not drop_root and not _warned:
+        _warned.append(True)
+        log.warning("weak sandbox running as ROOT: nobody can read %s", runtime)
+
+    def setup() -> None:
+        if group is not None:
+            group.add_self()  # before any privilege drop: the group files belong to root
+        for which, (soft, hard) in rlimits:
+            cur_hard = resource.getrlimit(which)[1]
+            if cur_hard != resource.RLIM_INFINITY:
+                hard = min(hard, cur_hard)
+            resource.setrlimit(which, (min(soft, hard), hard))
+        for target, source in fds.items():  # sources are >= 10, never a target
+            os.dup2(source, target)
+        if weak:
+            if drop_root:  # never run student code as root when nobody can run Python
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+            _die_with_parent()  # after the uid change, which would clear it
+
+    return setup
+
+
+def tasks_of(uid: int) -> int:
+    """How many tasks (threads included, as RLIMIT_NPROC counts) the user runs now."""
+    count = 0
+    for status in glob.glob("/proc/[0-9]*/status"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(status) as fh:
+                info = dict(line.split(":", 1) for line in fh if ":" in line)
+            if int(info["Uid"].split()[0]) == uid:
+                count += int(info["Threads"])
+    return count
+
+
+def _nobody_can_run(paths: tuple[str, ...]) -> bool:
+    """Whether an unprivileged user can read (and enter or run) every one of `paths`."""
+    for path in paths:
+        parts = Path(os.path.realpath(path)).parts
+        for i in range(2, len(parts) + 1):
+            if os.stat(os.path.join(*parts[:i])).st_mode & 0o005 != 0o005:
+                return False
+    return True
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process if the grader dies (weak isolation)."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

@@ -4,8 +4,9 @@ Knows nothing about autograd. The jail is bubblewrap (no network, no view of the
 beyond the interpreter, its stdlib and the packages asked for, a private size-bounded
 /tmp, no writable /dev/shm, an empty environment, uid 65534 with no capabilities) plus
 rlimits, plus a cgroup for the memory and process count of the whole tree where the host
-allows one. Without bwrap it falls back to rlimits only (`weak` isolation, as nobody when
-started as root), which callers must announce.
+allows one. Without bwrap it falls back to rlimits only (`weak` isolation: no view or
+network isolation; as nobody when started as root, if nobody can run the interpreter),
+which callers must announce.
 
 The script talks back on file descriptor 3 in JSON lines, one object a line and each
 `event` at most once. Its first line ends the `import_s` budget and starts the `wall_s`
@@ -14,13 +15,11 @@ budget; both are measured here, never trusted from inside.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import glob
 import json
 import logging
 import os
-import resource
 import selectors
 import shutil
 import signal
@@ -29,13 +28,14 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from worker import cgroups
-from worker.limits import Limits, MiB
+from worker.cgroups import kill_tree
+from worker.limits import NOBODY, Limits, MiB, child_setup
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +44,9 @@ CHANNEL_FD = 3
 ARGS_FD = 4
 MAX_CHANNEL_BYTES = 8 * MiB
 BWRAP = "bwrap"
-NOBODY = 65534
-PR_SET_PDEATHSIG = 1
 DRAIN_S = 0.5  #: at most this long reading what an exited run left in its pipes
 SYSTEM_DIRS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64")
 #: other Pythons' package directories under the system dirs, hidden from the jail
-_warned: list[bool] = []  #: the root warning is logged once a process
 HIDDEN_GLOBS = ("/usr/lib/python3*", "/usr/lib64/python3*")
 
 
@@ -163,67 +160,6 @@ def _prepare_box(files: Mapping[str, str | bytes], packages: dict[str, str], wea
     return box
 
 
-def _preexec(limits: Limits, cpu_s: int, fds: dict[int, int], group: cgroups.Group | None,
-             weak: bool) -> Callable[[], None]:
-    """The function run in the child between fork and exec: cgroup, rlimits, channel."""
-    drop_root = weak and os.geteuid() == 0 and _nobody_can_run()
-    per_process = weak or group is None
-    tasks = tasks_of(NOBODY if drop_root else os.getuid()) if per_process else 0
-    rlimits = limits.rlimits(cpu_s, per_process_memory=per_process, tasks_in_use=tasks)
-    if weak and os.geteuid() == 0 and not drop_root and not _warned:
-        _warned.append(True)
-        log.warning("weak sandbox running as ROOT: nobody cannot run %s", interpreter())
-
-    def setup() -> None:
-        if group is not None:
-            group.add_self()  # before any privilege drop: the group files belong to root
-        for which, (soft, hard) in rlimits:
-            cur_hard = resource.getrlimit(which)[1]
-            if cur_hard != resource.RLIM_INFINITY:
-                hard = min(hard, cur_hard)
-            resource.setrlimit(which, (min(soft, hard), hard))
-        for target, source in fds.items():  # sources are >= 10, never a target
-            os.dup2(source, target)
-        if weak:
-            if drop_root:  # never run student code as root when nobody can run Python
-                os.setgroups([])
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-            _die_with_parent()  # after the uid change, which would clear it
-
-    return setup
-
-
-def tasks_of(uid: int) -> int:
-    """How many tasks (threads included, as RLIMIT_NPROC counts) the user runs now."""
-    count = 0
-    for status in glob.glob("/proc/[0-9]*/status"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            with open(status) as fh:
-                fields = dict(line.split(":", 1) for line in fh if ":" in line)
-            if int(fields["Uid"].split()[0]) == uid:
-                count += int(fields["Threads"])
-    return count
-
-
-def _nobody_can_run() -> bool:
-    """Whether an unprivileged user can run this interpreter and read its stdlib."""
-    for path in (interpreter(), sysconfig.get_paths()["stdlib"]):
-        parts = Path(os.path.realpath(path)).parts
-        for i in range(2, len(parts) + 1):
-            if os.stat(os.path.join(*parts[:i])).st_mode & 0o005 != 0o005:
-                return False
-    return True
-
-
-def _die_with_parent() -> None:
-    """Ask the kernel to SIGKILL this process if the grader dies (weak isolation)."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
 def run(files: Mapping[str, str | bytes], script: str, args: list[str], limits: Limits,
         packages: tuple[str, ...] = ("numpy",), weak: bool | None = None) -> SandboxResult:
     """Run `python -I -S <box>/script args...` on `files` under `limits`.
@@ -255,12 +191,13 @@ def run(files: Mapping[str, str | bytes], script: str, args: list[str], limits: 
             cmd, cwd = [bwrap_path() or BWRAP, "--args", str(ARGS_FD), "--", *argv], "/"
         group = cgroups.create(limits.memory_mb * MiB, limits.processes + 4)
         cpu_budget = int(limits.cpu_s + limits.import_s) + 1
+        runtime = (interpreter(), sysconfig.get_paths()["stdlib"])
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
                 cmd, cwd=cwd, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, pass_fds=tuple(child_fds), start_new_session=True,
-                preexec_fn=_preexec(limits, cpu_budget, child_fds, group, weak))
+                preexec_fn=child_setup(limits, cpu_budget, child_fds, group, weak, runtime))
         except (OSError, subprocess.SubprocessError) as exc:
             log.error("could not start the sandbox: %s", exc)
             return SandboxResult("crashed", isolation=isolation,
@@ -270,13 +207,13 @@ def run(files: Mapping[str, str | bytes], script: str, args: list[str], limits: 
             opened.remove(fd)
         result = _supervise(proc, channel[0], limits, start, weak)
         result.isolation = isolation
-        _kill(proc, group)
+        kill_tree(proc, group)
         if group is not None and result.status != "import_timeout" and group.oom_killed():
             result.status, result.detail = "memory_limit", "out of memory"
         return result
     finally:
         if proc is not None:
-            _kill(proc, group)
+            kill_tree(proc, group)
         for fd in opened:
             os.close(fd)
         if group is not None:
@@ -420,18 +357,3 @@ def _exit_detail(code: int | None, weak: bool = True) -> str:
         except ValueError:
             return f"killed by signal {sig}"
     return "did not exit" if code is None else f"exited with status {code}"
-
-
-def _kill(proc: subprocess.Popen, group: cgroups.Group | None) -> None:
-    """Kill the whole process tree of a run, whatever state it is in (idempotent)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # its own session, so its own process group
-    if group is not None:
-        group.kill_all()  # also those that left the process group
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        log.error("sandbox process %s did not die", proc.pid)
-    for stream in (proc.stdout, proc.stderr):
-        if stream and not stream.closed:
-            stream.close()

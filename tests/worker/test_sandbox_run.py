@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from worker import cgroups, sandbox
-from worker.limits import Limits
+from worker.limits import Limits, tasks_of
 from worker.sandbox import MAX_CHANNEL_BYTES, bwrap_path, parse_channel
 
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
@@ -54,7 +54,7 @@ GRADER_WITH_BUSY_FDS = """
 import json, os, sys
 sys.path.insert(0, {root!r})
 from worker import sandbox
-from worker.limits import Limits
+from worker.limits import Limits, tasks_of
 for fd in (3, 4, 5):  # whatever the host process had there must not reach the child
     os.dup2(os.open("/dev/null", os.O_RDONLY), fd)
 code = ("import os\\nos.write(3, b'{{\\"event\\": \\"hi\\"}}\\\\n')\\n"
@@ -220,7 +220,7 @@ def test_the_jail_dies_with_the_grader(weak: bool, tmp_path: Path, processes_wit
             import sys
             sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
             from worker import sandbox
-            from worker.limits import Limits
+            from worker.limits import Limits, tasks_of
             sandbox.run({{"m.py": "import time\\ntime.sleep(120)"}}, "m.py", [{marker!r}],
                         Limits(import_s=120), weak={weak})
         """)],
@@ -262,7 +262,7 @@ def test_the_fork_limit_sits_above_the_users_other_tasks() -> None:
     import resource
     import threading
 
-    mine = sandbox.tasks_of(os.getuid())
+    mine = tasks_of(os.getuid())
     assert mine >= threading.active_count()
     nproc = dict(Limits(processes=16).rlimits(5, True, tasks_in_use=mine))
     assert nproc[resource.RLIMIT_NPROC] == (mine + 16, mine + 16)
