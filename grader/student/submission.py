@@ -47,10 +47,13 @@ def results_context(sub: Submission) -> dict:
     report = sub.report or {}
     source_info = report.get("source") or {}
     error = report.get("error") or {}
+    line = error.get("line")
+    if not isinstance(line, int) or sub.filename.lower().endswith(".ipynb"):
+        line = None  # a notebook's line numbers count in its extracted code, not the file
     return {"sub": sub, "exercises": exercise_views(sub, current_user) if sub.done else [],
             "report": report, "error": error, "invalid_titles": INVALID,
             "source_info": source_info, "statuses": STATUSES,
-            "error_line": error.get("line") if isinstance(error.get("line"), int) else None}
+            "error_line": line}
 
 
 @bp.get("/submissions/<int:submission_id>")
