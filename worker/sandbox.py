@@ -16,6 +16,7 @@ budget; both are measured here, never trusted from inside.
 from __future__ import annotations
 
 import fcntl
+import functools
 import glob
 import json
 import logging
@@ -69,10 +70,29 @@ def interpreter() -> str:
     return os.path.realpath(sys.executable)
 
 
+@functools.cache
 def bwrap_path() -> str | None:
-    """The bubblewrap binary, or None when it is not installed."""
-    return shutil.which(BWRAP) or (
+    """The bubblewrap binary, or None when it is not installed or cannot make a jail here
+    (no user namespaces for this user, say): checked once a process."""
+    path = shutil.which(BWRAP) or (
         "/usr/bin/bwrap" if os.access("/usr/bin/bwrap", os.X_OK) else None)
+    if path is None:
+        return None
+    probe = [path, "--unshare-all", "--die-with-parent", "--new-session"]
+    if os.geteuid() == 0:
+        probe += ["--uid", str(NOBODY), "--gid", str(NOBODY), "--cap-drop", "ALL"]
+    probe += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--",
+              interpreter(), "-I", "-S", "-c", "pass"]
+    try:
+        done = subprocess.run(probe, env={}, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("bubblewrap at %s cannot run: %s", path, exc)
+        return None
+    if done.returncode != 0:
+        log.warning("bubblewrap at %s cannot make a jail here: %s", path,
+                    done.stderr.decode(errors="replace").strip()[:300])
+        return None
+    return path
 
 
 def package_dirs(packages: tuple[str, ...]) -> dict[str, str]:

@@ -126,7 +126,7 @@ def listener() -> socket.socket:
 
 
 @pytest.fixture(scope="module")
-def spy(grade_fixture, listener) -> dict:
+def spy(grade_fixture, listener, good_still_passes) -> dict:
     """What the spy fixture saw from inside the jail."""
     port = listener.getsockname()[1]
     report = grade_fixture("hostile/spy.py", k=0, replace={
@@ -135,6 +135,7 @@ def spy(grade_fixture, listener) -> dict:
     ex = report.exercises[0]
     assert ex.verdict == "passed", ex.message
     line = next(x for x in ex.stdout.splitlines() if x.startswith("FACTS "))
+    good_still_passes()
     return json.loads(line[len("FACTS "):])
 
 

@@ -267,3 +267,24 @@ def test_the_fork_limit_sits_above_the_users_other_tasks() -> None:
     nproc = dict(Limits(processes=16).rlimits(5, True, tasks_in_use=mine))
     assert nproc[resource.RLIMIT_NPROC] == (mine + 16, mine + 16)
     assert resource.RLIMIT_NPROC not in dict(Limits().rlimits(5, False))
+
+
+def test_a_bwrap_that_cannot_make_a_jail_counts_as_absent(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """Hosts without user namespaces have bwrap but cannot use it; this machine can, so a
+    stand-in bwrap fails the way theirs does. The CLI then falls back to weak isolation
+    and the worker refuses to start, instead of every exercise 'crashing'."""
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    sandbox.bwrap_path.cache_clear()
+    try:
+        assert sandbox.bwrap_path() is None
+    finally:
+        monkeypatch.undo()
+        sandbox.bwrap_path.cache_clear()
+    if Path("/usr/bin/bwrap").exists():
+        assert sandbox.bwrap_path() is not None
