@@ -32,7 +32,7 @@ RUN groupadd --system --gid 10001 micrograde \
     && useradd --system --uid 10001 --gid micrograde --home-dir /app --shell /usr/sbin/nologin micrograde \
     && groupadd --system --gid 10002 grader \
     && useradd --system --uid 10002 --gid grader --home-dir /app --shell /usr/sbin/nologin grader \
-    && install -d -o micrograde -g micrograde -m 0750 /var/lib/micrograde
+    && install -d -o micrograde -g grader -m 0770 /var/lib/micrograde
 
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app

@@ -59,9 +59,11 @@ def check_jail() -> str | None:
     result = sandbox.run({"probe.py": PROBE}, "probe.py", [], Limits.from_env(), weak=False)
     if result.status == "ok" and result.stdout == "jail ok":
         return None
-    return (f"bubblewrap cannot build a jail here ({result.status}: "
-            f"{(result.stderr or result.detail).strip()[:300]}); the worker container "
-            "needs the security_opt entries of docker-compose.yml")
+    why = (result.stderr or result.detail).strip()[-300:]
+    hint = ("the worker container needs the security_opt entries of docker-compose.yml "
+            "(docs/deploying.md, 'The worker and the host')" if "bwrap:" in why else
+            "check the MICROGRADE_LIMIT_* settings")
+    return f"a jailed probe run failed ({result.status}: {why}); {hint}"
 
 
 def check_worker_ping() -> str | None:

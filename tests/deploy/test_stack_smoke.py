@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from deploy_helpers import BIN, ROOT
+from deploy_helpers import BIN, ROOT, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -36,13 +35,6 @@ PG = "postgresql+psycopg://postgres@127.0.0.1:5432"
 REDIS_DB = 14
 REDIS = f"redis://127.0.0.1:6379/{REDIS_DB}"
 SERVICES = ("web", "worker", "beat")
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def image_env() -> dict[str, str]:
