@@ -19,6 +19,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 ROOT = Path("/sys/fs/cgroup")
 PREFIX = "micrograde-"
+STALE_S = 3600  #: a group this old is left over from a grader that was killed mid-run
 
 
 class Group:
@@ -129,6 +130,19 @@ def create(memory_bytes: int, max_pids: int) -> Group | None:
         return None
 
 
+def sweep(parent: Path, now: float | None = None) -> list[Path]:
+    """Remove empty groups of ours under `parent` older than STALE_S (a grader killed in
+    the middle of a run never removed them); the removed ones are returned."""
+    now = time.time() if now is None else now
+    removed = []
+    for d in parent.glob(f"{PREFIX}*"):
+        with contextlib.suppress(OSError):  # busy (in use) or already gone
+            if now - d.stat().st_mtime > STALE_S and not (d / "cgroup.procs").read_text():
+                d.rmdir()
+                removed.append(d)
+    return removed
+
+
 def _create_v1(name: str, memory_bytes: int, max_pids: int) -> Group | None:
     made: list[Path] = []
     try:
@@ -137,6 +151,7 @@ def _create_v1(name: str, memory_bytes: int, max_pids: int) -> Group | None:
             if own is None or not (ROOT / ctrl).is_dir():
                 raise OSError(f"no v1 {ctrl} controller")
             d = ROOT / ctrl / own.lstrip("/") / name
+            sweep(d.parent)
             d.mkdir()
             made.append(d)
         mem, pids = made
@@ -158,6 +173,7 @@ def _create_v2(name: str, memory_bytes: int, max_pids: int) -> Group | None:
     if own is None:
         return None
     d = ROOT / own.lstrip("/") / name
+    sweep(d.parent)
     d.mkdir()
     try:
         (d / "memory.max").write_text(str(memory_bytes))

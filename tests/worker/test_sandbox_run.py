@@ -288,3 +288,30 @@ def test_a_bwrap_that_cannot_make_a_jail_counts_as_absent(tmp_path: Path,
         sandbox.bwrap_path.cache_clear()
     if Path("/usr/bin/bwrap").exists():
         assert sandbox.bwrap_path() is not None
+
+
+def test_groups_left_by_a_killed_grader_are_swept(cgroups_available: bool) -> None:
+    """Only empty groups of ours older than an hour go; fresh or busy ones stay."""
+    if not cgroups_available:
+        pytest.skip("no cgroup on this host")
+    group = cgroups.create(64 << 20, 8)
+    parent = group.dirs[0].parent
+    stale, fresh = parent / f"{cgroups.PREFIX}stale-test", parent / f"{cgroups.PREFIX}fresh-test"
+    try:
+        stale.mkdir()
+        fresh.mkdir()
+        old = time.time() - cgroups.STALE_S - 60
+        os.utime(stale, (old, old))
+        os.utime(group.dirs[0], (old, old))
+        sleeper = subprocess.Popen(["sleep", "30"], preexec_fn=group.add_self)
+        try:
+            assert cgroups.sweep(parent) == [stale]  # the old busy group is in use
+        finally:
+            sleeper.kill()
+            sleeper.wait()
+        assert fresh.exists() and group.dirs[0].exists() and not stale.exists()
+    finally:
+        for d in (stale, fresh):
+            if d.exists():
+                d.rmdir()
+        group.remove()
