@@ -16,6 +16,7 @@ log = logging.getLogger(__name__)
 BLUEPRINTS: tuple[str, ...] = (
     "grader.auth",
     "grader.student",
+    "grader.instructor",
     "grader.api",
 )
 

@@ -6,6 +6,7 @@ import logging
 
 import click
 
+from grader.cli.course import COMMANDS as COURSE_COMMANDS
 from grader.cli.grade import grade_command
 from grader.cli.service import COMMANDS as SERVICE_COMMANDS
 
@@ -19,7 +20,7 @@ def cli(verbose: bool) -> None:
 
 
 cli.add_command(grade_command)
-for _command in SERVICE_COMMANDS:
+for _command in (*SERVICE_COMMANDS, *COURSE_COMMANDS):
     cli.add_command(_command)
 
 
