@@ -16,7 +16,8 @@ from grader.models import DONE, Result, Submission, utcnow
 
 log = logging.getLogger(__name__)
 
-MAX_SVG_BYTES = 512 * 1024  #: a bigger diff is not stored (the DOT still is)
+MAX_SVG_BYTES = 256 * 1024  #: a bigger diff is not stored (the DOT still is)
+MAX_STORED_OUTPUT = 16 * 1024  #: of each exercise's stdout and stderr (the sandbox keeps 64 KiB)
 
 
 def claim(submission_id: int, hostname: str) -> Submission | None:
@@ -95,6 +96,8 @@ def save(submission_id: int, report: Report, svgs: dict[str, str]) -> str:
     exercises = data.pop("exercises")
     db.session.execute(delete(Result).where(Result.submission_id == sub.id))
     for i, ex in enumerate(exercises):
+        for stream in ("stdout", "stderr"):
+            ex[stream] = trim(ex.get(stream) or "")
         diagnosis = ex.get("diagnosis") if isinstance(ex.get("diagnosis"), dict) else {}
         db.session.add(Result(
             submission_id=sub.id, position=i, name=ex["name"], title=ex.get("title", ""),
@@ -114,6 +117,14 @@ def save(submission_id: int, report: Report, svgs: dict[str, str]) -> str:
     db.session.commit()
     log.info("submission %s %s: %s/%s", sub.id, sub.status, sub.score, sub.max_score)
     return sub.status
+
+
+def trim(text: str, limit: int = MAX_STORED_OUTPUT) -> str:
+    """Output cut to `limit` characters (head and tail kept), saying how much went."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
 
 
 def _short(value: Any, n: int = 64) -> str | None:

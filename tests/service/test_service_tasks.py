@@ -11,7 +11,7 @@ from grader.extensions import db
 from grader.models import Assignment, Result, Submission, utcnow
 from grader.submissions import create_submission, enqueue_regrade
 from tests.service.fixtures import SOURCES, Users
-from worker import tasks
+from worker import store, tasks
 
 
 @pytest.fixture
@@ -184,3 +184,33 @@ def test_regrade_waits_for_fresh_submissions(fast_app) -> None:
         assert tasks.regrade_submission.run(old) == "graded"
         sub = db.session.get(Submission, old)
         assert sub.regrade is False and len(sub.results) == 5
+
+
+def stored_bytes(sub: Submission) -> int:
+    """Bytes this submission keeps: source, report, every result's JSON and SVG."""
+    import json
+
+    return (len(sub.source.encode()) + len(json.dumps(sub.report)) +
+            sum(len(json.dumps(r.data)) + len(r.diff_svg or "") for r in sub.results))
+
+
+def test_storage_per_graded_submission_is_bounded(app, capsys) -> None:
+    noisy = ("import sys\nfor _ in range(3000):\n    print('x' * 1000)\n"
+             "    print('y' * 1000, file=sys.stderr)\n") + SOURCES["buggy"]
+    sizes = {}
+    for name, source in (("correct", SOURCES["correct"]), ("buggy", SOURCES["buggy"]),
+                         ("noisy", noisy)):
+        sid = new(app, source)
+        with app.app_context():
+            tasks.run(sid, "t")
+            sub = db.session.get(Submission, sid)
+            assert sub.status == "graded"
+            sizes[name] = stored_bytes(sub)
+            if name == "noisy":
+                out = sub.results[0].data["stdout"]
+                assert len(out) <= store.MAX_STORED_OUTPUT + 100 and "characters cut" in out
+    with capsys.disabled():
+        print("\nbytes stored per graded submission (K=3): " +
+              ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in sizes.items()))
+    assert sizes["correct"] < 256 * 1024 and sizes["buggy"] < 256 * 1024
+    assert sizes["noisy"] < 512 * 1024  # 6 MB of output, kept to 16 KiB a stream
