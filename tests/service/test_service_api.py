@@ -151,3 +151,35 @@ def test_health_without_workers_is_degraded(client) -> None:
     assert body["database"]["ok"] and body["broker"]["ok"] and body["status"] == "degraded"
     assert (body["queue_depth"], body["running"], body["worker_count"], body["stuck"]) == \
         (0, 0, 0, 0)
+
+
+def test_hidden_exercises_show_details_only_after_the_deadline(make_app, tmp_path) -> None:
+    from datetime import timedelta
+
+    from grader.models import Assignment, utcnow
+    from tests.service.fixtures import Users
+    from worker import tasks
+
+    app = make_app(INSTANCES_K=1)
+    student, prof = Users(app).create(), Users(app).create(role="instructor")
+    client = app.test_client()
+    sid = client.post("/api/v1/submissions", headers=student.auth, json={
+        "assignment": "micrograd", "source": SOURCES["buggy"]}).get_json()["id"]
+    with app.app_context():
+        a = db.session.scalar(select(Assignment))
+        a.hidden, a.deadline = ["diamond"], utcnow() + timedelta(days=1)
+        db.session.commit()
+        tasks.run(sid, "t")
+
+    def diamond(user) -> dict:
+        report = client.get(f"/api/v1/submissions/{sid}", headers=user.auth).get_json()
+        return next(e for e in report["report"]["exercises"] if e["name"] == "diamond")
+
+    hidden = diamond(student)
+    assert hidden["hidden"] and hidden["verdict"] == "wrong_gradient"
+    assert "nodes" not in hidden and "diff_dot" not in hidden and "hints" not in hidden
+    assert diamond(prof)["nodes"]  # staff see everything
+    with app.app_context():
+        db.session.scalar(select(Assignment)).deadline = utcnow() - timedelta(seconds=1)
+        db.session.commit()
+    assert diamond(student)["nodes"]
