@@ -278,3 +278,24 @@ def test_backup_and_restore_keep_the_grades(stack: Stack, tmp_path: Path) -> Non
         assert int(count) >= 1
     finally:
         psql(f"DROP DATABASE IF EXISTS {restored} WITH (FORCE)")
+
+
+def test_worker_command_refuses_to_grade_without_a_jail(compose_config: dict,
+                                                        tmp_path: Path) -> None:
+    """What a worker container lacking the security_opt entries does: exit, saying why.
+
+    No Docker engine runs here, so a stand-in bwrap first on PATH answers the way bwrap
+    answers inside a container under Docker's default seccomp profile."""
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'bwrap: Creating new namespace failed: "
+                    "Operation not permitted' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    env = role_env(compose_config, "worker", tmp_path / "instance", 0, "unused")
+    env["PATH"] = f"{fake.parent}{os.pathsep}{env['PATH']}"
+    proc = subprocess.run(compose_config["services"]["worker"]["command"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "Creating new namespace failed" in proc.stderr
+    assert "MICROGRADE_ALLOW_WEAK_SANDBOX" in proc.stderr
+    assert "MICROGRADE_ALLOW_WEAK_SANDBOX" not in env
