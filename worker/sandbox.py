@@ -41,6 +41,7 @@ from worker.limits import NOBODY, Limits, MiB, child_setup
 log = logging.getLogger(__name__)
 
 BOX = "/box"
+BOX_PREFIX = "micrograde-box-"
 CHANNEL_FD = 3
 ARGS_FD = 4
 MAX_CHANNEL_BYTES = 8 * MiB
@@ -155,9 +156,25 @@ def bwrap_args(box: str, limits: Limits, packages: dict[str, str]) -> list[str]:
         "--hostname", "sandbox", "--chdir", BOX, "--clearenv"]
 
 
+def sweep_boxes(now: float | None = None) -> list[str]:
+    """Remove box directories older than an hour: a grader killed in the middle of a run
+    never removed them. The removed ones are returned."""
+    now = time.time() if now is None else now
+    stale = []
+    for box in glob.glob(os.path.join(tempfile.gettempdir(), f"{BOX_PREFIX}*")):
+        try:
+            if now - os.stat(box).st_mtime > cgroups.STALE_S:
+                shutil.rmtree(box)
+                stale.append(box)
+        except OSError:
+            continue  # gone already, or not ours to remove
+    return stale
+
+
 def _prepare_box(files: Mapping[str, str | bytes], packages: dict[str, str], weak: bool) -> str:
     """A fresh host directory holding the files (and package mount points or links)."""
-    box = tempfile.mkdtemp(prefix="micrograde-box-")
+    sweep_boxes()
+    box = tempfile.mkdtemp(prefix=BOX_PREFIX)
     try:
         for rel, content in files.items():
             path = Path(box, rel)

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -315,3 +316,18 @@ def test_groups_left_by_a_killed_grader_are_swept(cgroups_available: bool) -> No
             if d.exists():
                 d.rmdir()
         group.remove()
+
+
+def test_boxes_left_by_a_killed_grader_are_swept(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stale, fresh = tmp_path / "micrograde-box-stale", tmp_path / "micrograde-box-fresh"
+    other = tmp_path / "someone-elses-dir"
+    for d in (stale, fresh, other):
+        (d / "exercises").mkdir(parents=True)
+    old = time.time() - cgroups.STALE_S - 60
+    for d in (stale, other):
+        os.utime(d, (old, old))
+    assert sandbox.sweep_boxes() == [str(stale)]
+    assert fresh.exists() and other.exists() and not stale.exists()
+    assert run("say(event='hi')").messages == [{"event": "hi"}]  # runs sweep and still work
