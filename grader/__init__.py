@@ -74,7 +74,12 @@ def register_errorhandlers(app: Flask) -> None:
     def handle_http(exc: HTTPException) -> Any:
         if wants_json():
             code = (exc.name or "error").lower().replace(" ", "_")
-            response = jsonify({"error": {"code": code, "message": exc.description}})
+            message = exc.description
+            if exc.code == 413:  # the request is over MAX_CONTENT_LENGTH
+                code = "too_large"
+                message = (f"the request is over {app.config['MAX_CONTENT_LENGTH'] // 1024} "
+                           "KiB; a .py may be 256 KiB and a notebook 8 MiB")
+            response = jsonify({"error": {"code": code, "message": message}})
             response.status_code = exc.code or 500
             return response
         renderer = app.extensions.get("html_error")

@@ -90,7 +90,7 @@ def test_submit_multipart_and_json_then_read_back(app, client, users) -> None:
      "no_file"),
     ({"data": {"assignment": "micrograd",
                "file": (io.BytesIO(b"x" * (9 * 1024 * 1024)), "v.ipynb")}}, 413,
-     "request_entity_too_large"),
+     "too_large"),
 ])
 def test_bad_submissions_are_json_errors_and_store_nothing(app, client, users, kwargs,
                                                            status, code) -> None:
