@@ -54,12 +54,16 @@ def evaluate(ex: Exercise, sb: SandboxResult, expected: list[list[dict[str, Any]
         return Evaluation(ex, res, features=features, seeds=seeds)
 
     runs: list[RunOutcome] = []
+    seen: set[tuple[int, str]] = set()
     for raw in result_msg.get("runs") or []:
         try:
             index, graph = int(raw["instance"]), str(raw["graph"])
+            if not 0 <= index < len(expected) or (index, graph) in seen:
+                raise ValueError("instance out of range or reported twice")
             exp = expected[index][[g.name for g in ex.graphs].index(graph)]
         except (KeyError, ValueError, IndexError, TypeError):
-            continue  # a forged or garbled run is simply ignored
+            continue  # a forged or garbled run is ignored; a missing one means `crashed`
+        seen.add((index, graph))
         run = RunOutcome(instance=index, graph=graph, expected=exp)
         if raw.get("missing"):
             run.missing = [str(op) for op in raw["missing"]]

@@ -97,11 +97,7 @@ for _op, _method, _number in (
     setattr(Recorder, _method, _recording(_op, _method, _number))
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(
-        strict=True, reason="operators' sum([a, b]) also needs Value + Value ('add': "
-                            "(0 + a) + b) but declares only ('radd',)"))
-    if n == "operators" else n for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_every_graph_declares_the_operations_it_uses(name: str) -> None:
     """A graph's `ops` decide `missing_feature`: an undeclared operation a submission
     lacks would surface as an `error` instead."""
