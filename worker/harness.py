@@ -354,6 +354,10 @@ def run_job(job: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None
 def main(argv: list[str]) -> int:
     """Entry point inside the sandbox: run the job file and report on fd 3."""
     os.environ.clear()  # nothing to read there (the jail's own PWD, Python's LC_CTYPE)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        # numpy's BLAS would start a thread per host core against the process limit;
+        # putenv sets the C environment only, so os.environ stays empty for the submission
+        os.putenv(var, "1")
     with open(argv[1], encoding="utf-8") as fh:
         job = json.load(fh)
     for extra in job.get("path", []):

@@ -51,6 +51,7 @@ CASES = [
     Case("segfault", {"expression": "crashed"}, says="SIGSEGV"),
     Case("sigkill_self", {"expression": "crashed"}, says="SIGKILL"),
     Case("deep_recursion", {"expression": "error"}, says="RecursionError"),
+    Case("numpy_threads", {"expression": "error"}, says="threads=1, environ={}"),
     Case("unprintable_exception", {"expression": "error"}, says="Nasty"),
     Case("channel_garbage", {"expression": "crashed"}, says="garbled"),
     Case("forge_fd3_and_continue", {"expression": "crashed"}, says="garbled"),
