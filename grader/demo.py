@@ -192,23 +192,32 @@ class Graded:
     svgs: dict[str, str]
 
 
-def story(rng: random.Random) -> list[str]:
-    """The variants one student submits, in order (empty: never submitted)."""
-    roll = rng.random()
-    bug, other = rng.choice(BUGS), rng.choice(BUGS)
-    if roll < 0.06:
-        return []
-    if roll < 0.16:
-        return ["correct"]
-    if roll < 0.40:
-        return [bug, "correct"]
-    if roll < 0.52:
-        return [bug, other, "correct"]
-    if roll < 0.80:
-        return [bug] * rng.randint(1, 2) + ([other] if rng.random() < 0.5 else [])
-    if roll < 0.88:
-        return [rng.choice(HOSTILE), bug, "correct"]
-    return [rng.choice(HOSTILE), bug]
+#: how a class behaves, one kind per student in turn (shuffled per assignment)
+KINDS = ("fix", "stuck", "fix_twice", "correct", "fix", "hostile_then_fix", "stuck",
+         "fix", "never", "fix_twice", "hostile", "stuck")
+
+
+def stories(n: int, rng: random.Random) -> list[list[str]]:
+    """What each of n students submits, in order; every bug class and hostile kind is used."""
+    kinds = [KINDS[i % len(KINDS)] for i in range(n)]
+    rng.shuffle(kinds)
+    hostile, bugs = iter(HOSTILE * n), iter(BUGS * n)
+    out: list[list[str]] = []
+    for kind in kinds:
+        if kind in ("never", "correct"):
+            out.append([] if kind == "never" else ["correct"])
+            continue
+        bug, other = next(bugs), rng.choice(BUGS)
+        if kind == "fix":
+            out.append([bug, "correct"])
+        elif kind == "fix_twice":
+            out.append([bug, other, "correct"])
+        elif kind == "stuck":
+            out.append([bug] * rng.randint(1, 2) + ([other] if rng.random() < 0.5 else []))
+        else:
+            out.append([next(hostile), bug] + (["correct"] if kind == "hostile_then_fix"
+                                               else []))
+    return out
 
 
 def grade_variants(a: Assignment, names: set[str]) -> dict[str, Graded]:
@@ -277,8 +286,8 @@ def seed(students: int = 24, password: str = PASSWORD, rng_seed: int = 2027) -> 
     assignments = list(db.session.scalars(select(Assignment).where(Assignment.active)))
     made = 0
     for a in assignments:
-        stories = {u.id: story(rng) for u in users}
-        needed = {v for s in stories.values() for v in s}
+        plan = dict(zip((u.id for u in users), stories(len(users), rng), strict=True))
+        needed = {v for s in plan.values() for v in s}
         graded = grade_variants(a, needed)
         anchor = a.deadline or utcnow()
         if a.deadline is not None:
@@ -287,8 +296,8 @@ def seed(students: int = 24, password: str = PASSWORD, rng_seed: int = 2027) -> 
                                          deadline=a.deadline + timedelta(days=2)))
             db.session.commit()
         for u in users:
-            for variant, t in zip(stories[u.id], _times(rng, len(stories[u.id]), anchor,
-                                                        a.late_until), strict=True):
+            for variant, t in zip(plan[u.id], _times(rng, len(plan[u.id]), anchor,
+                                                     a.late_until), strict=True):
                 g = graded[variant]
                 src = variant_source(variant)
                 sub = Submission(user_id=u.id, assignment_id=a.id, filename="value.py",
