@@ -32,6 +32,7 @@ class Course:
     results: list[ResultRow]
     extensions: dict[int, Extension]
     grades: dict[int, StudentGrade] = field(default_factory=dict)
+    _by_submission: dict[int, dict[str, ResultRow]] = field(default_factory=dict, repr=False)
 
     @property
     def students(self) -> list[User]:
@@ -66,7 +67,10 @@ class Course:
 
     def results_of(self, submission_id: int) -> dict[str, ResultRow]:
         """One submission's results by exercise name."""
-        return {r.name: r for r in self.results if r.submission_id == submission_id}
+        if not self._by_submission:
+            for r in self.results:
+                self._by_submission.setdefault(r.submission_id, {})[r.name] = r
+        return self._by_submission.get(submission_id, {})
 
 
 def load_course(assignment: Assignment) -> Course:

@@ -121,3 +121,19 @@ def test_invalid_and_failed_submissions_render(as_instructor: Any, class_app: di
         assert response.status_code == 200
     assert as_instructor("/instructor/submissions/99999").status_code == 404
     assert as_instructor("/instructor/nope/").status_code == 404
+
+
+def test_a_new_course_with_no_submissions(app, users) -> None:
+    from tests.instructor.conftest import sign_in
+
+    teacher = users.create("instructor")
+    client = sign_in(app, teacher.email)
+    html = client.get("/instructor/micrograd/").get_data(as_text=True)
+    assert "no mistakes in any operation yet" in html and "Nothing diagnosed yet." in html
+    assert "Best score per student (0 graded)" in html and "No extensions." in html
+    assert client.get("/instructor/micrograd/students").status_code == 200
+    csv_text = client.get("/instructor/micrograd/export.csv").get_data(as_text=True)
+    assert csv_text.splitlines()[0].startswith("email,name,attempts")
+    assert client.get("/instructor/micrograd/gradescope.json").get_json()["students"] == []
+    progress = client.get("/instructor/micrograd/regrade/progress").get_json()
+    assert progress["batch"] is None and progress["queue"]["queue_depth"] == 0
