@@ -110,6 +110,8 @@ def register() -> ResponseReturnValue:
     if current_user.is_authenticated:
         return redirect(home_for(current_user))
     form = RegisterForm()
+    if request.method == "GET" and request.args.get("code"):
+        form.join_code.data = request.args["code"][:100]  # a link the instructor shared
     if not form.validate_on_submit():
         status = 400 if form.is_submitted() else 200
         return render_template("auth/register.html", form=form), status

@@ -292,3 +292,8 @@ def test_html_errors_are_pages_and_api_errors_stay_json(signed_in: Any) -> None:
     assert "script-src 'self'" in page.headers["Content-Security-Policy"]
     api = client.get("/api/v1/submissions/999999")
     assert api.status_code == 401 and api.is_json
+
+
+def test_a_shared_link_fills_in_the_join_code(client: Any) -> None:
+    page = client.get("/register?code=%3Cb%3Ecode").get_data(as_text=True)
+    assert 'value="&lt;b&gt;code"' in page
