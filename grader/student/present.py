@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from grader.extensions import db
 from grader.grading.compare import close
 from grader.models import Assignment, Result, Submission, User, utcnow
+from grader.policy import Policy
 
 log = logging.getLogger(__name__)
 
@@ -116,14 +117,19 @@ def table_keys(lines: list[NodeLine]) -> list[str]:
 
 
 def hidden_exercises(sub: Submission, viewer: User) -> set[str]:
-    """Exercises whose details a student may not see yet (hidden until the deadline)."""
+    """Exercises whose details a student may not see yet.
+
+    A hidden exercise stays hidden until the student can no longer submit (their late
+    window, shifted by any extension, has closed), as on the dashboard and in exports.
+    """
     a = sub.assignment
     if viewer.is_instructor or not a.hidden:
         return set()
-    deadline = a.deadline_for(sub.user)
-    if deadline is None or utcnow() > deadline:
-        return set()
-    return set(a.hidden)
+    policy = Policy.of(a)
+    ext = a.extension_for(sub.user)
+    now = utcnow()
+    extension = ext.deadline if ext is not None else None
+    return {name for name in a.hidden if not policy.details_visible(name, now, extension)}
 
 
 def exercise_views(sub: Submission, viewer: User) -> list[ExerciseView]:

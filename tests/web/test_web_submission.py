@@ -207,7 +207,7 @@ def test_history_lists_own_submissions_with_scores(app: Flask, graded: dict) -> 
     assert owner_client(app, graded).get("/history?page=99").status_code == 404
 
 
-def test_hidden_exercises_wait_for_the_deadline(make_app: Any) -> None:
+def test_hidden_exercises_wait_for_the_late_window_to_close(make_app: Any) -> None:
     from grader.extensions import db
     from grader.models import Assignment, utcnow
 
@@ -224,8 +224,13 @@ def test_hidden_exercises_wait_for_the_deadline(make_app: Any) -> None:
     assert "shown after the deadline" in page
     assert "/diff/diamond.svg" not in page and "/diff/expression.svg" in page
     assert client.get(f"/submissions/{sid}/diff/diamond.svg").status_code == 404
+    with app.app_context():  # past the deadline but still inside the late window
+        a = db.session.scalar(select(Assignment))
+        a.deadline, a.late_until = utcnow() - timedelta(minutes=2), utcnow() + timedelta(days=1)
+        db.session.commit()
+    assert client.get(f"/submissions/{sid}/diff/diamond.svg").status_code == 404
     with app.app_context():
-        db.session.scalar(select(Assignment)).deadline = utcnow() - timedelta(minutes=1)
+        db.session.scalar(select(Assignment)).late_until = utcnow() - timedelta(minutes=1)
         db.session.commit()
     assert client.get(f"/submissions/{sid}/diff/diamond.svg").status_code == 200
 
