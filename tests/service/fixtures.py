@@ -4,9 +4,10 @@ Real parts only (see tests/service/processes.py): our own Redis server, PostgreS
 databases made for the session, real `celery worker` processes, the site over HTTP.
 
 Fixtures: `make_app`, `app`, `client`, `users` (SQLite + in-memory broker, no worker);
-`redis_server`, `pg_databases`, `pg_url`, `pg_stack` (PostgreSQL + Redis + a 2-process
-worker + live HTTP server, session scoped). Helpers: `build_app`, `Users`, `MadeUser`,
-`Stack`, `SOURCES` (tests/service/files/*.py by stem).
+`pg_databases`, `pg_url` (session scoped); `redis_server`, `pg_stack` (PostgreSQL + Redis
++ a 2-process worker + live HTTP server; module scoped, so no process outlives a module).
+Helpers: `build_app`, `Users`, `MadeUser`, `Stack`, `SOURCES` (tests/service/files/*.py
+by stem).
 """
 
 from __future__ import annotations
@@ -191,9 +192,9 @@ def users(app: Flask) -> Users:
     return Users(app)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """A Redis server of this session's own (not the shared 6379 one)."""
+    """A Redis server of our own for this module (not the shared 6379 one)."""
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     yield server
     server.stop()
@@ -213,12 +214,16 @@ def pg_url(pg_databases: PgDatabases) -> str:
     return pg_databases.create()
 
 
-@pytest.fixture(scope="session")
-def pg_stack(pg_url: str, redis_server: RedisServer,
+@pytest.fixture(scope="module")
+def pg_stack(pg_databases: PgDatabases, redis_server: RedisServer,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """PostgreSQL + our Redis + a real 2-process Celery worker + the site over HTTP."""
+    """PostgreSQL + our Redis + a real 2-process Celery worker + the site over HTTP.
+
+    Module scoped: its processes end with the module, so no child process outlives the
+    tests that use it.
+    """
     instance = tmp_path_factory.mktemp("pg-stack")
-    app = build_app(instance, DATABASE_URL=pg_url, BROKER_URL=redis_server.url,
+    app = build_app(instance, DATABASE_URL=pg_databases.create(), BROKER_URL=redis_server.url,
                     INSTANCES_K=1)
     worker = WorkerProcess(app, instance / "logs").start()
     server = LiveServer(app).start()
