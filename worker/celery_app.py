@@ -49,13 +49,20 @@ def celery_init_app(app: Flask) -> Celery:
 
 def sandbox_ready(app: Flask) -> str | None:
     """None when grading may run here, else why not (no bwrap and weak mode not allowed)."""
-    from worker.sandbox import bwrap_path
+    import shutil
 
-    if bwrap_path() is None and not app.config.get("ALLOW_WEAK_SANDBOX"):
-        return ("bubblewrap (bwrap) is not installed, so student code cannot be isolated. "
-                "Install it (apt-get install bubblewrap) or set "
-                "MICROGRADE_ALLOW_WEAK_SANDBOX=1 to grade with resource limits only.")
-    return None
+    from worker.sandbox import BWRAP, bwrap_path
+
+    if bwrap_path() is not None or app.config.get("ALLOW_WEAK_SANDBOX"):
+        return None
+    weak = "or set MICROGRADE_ALLOW_WEAK_SANDBOX=1 to grade with resource limits only."
+    if shutil.which(BWRAP):
+        return ("bubblewrap (bwrap) is installed but cannot make a jail here (user "
+                "namespaces or mounting /proc refused; its reason is logged above). In "
+                "Docker the worker needs the security_opt entries of docker-compose.yml; "
+                "on a host, allow unprivileged user namespaces, " + weak)
+    return ("bubblewrap (bwrap) is not installed, so student code cannot be isolated. "
+            "Install it (apt-get install bubblewrap) " + weak)
 
 
 @worker_init.connect

@@ -297,5 +297,7 @@ def test_worker_command_refuses_to_grade_without_a_jail(compose_config: dict,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "Creating new namespace failed" in proc.stderr
+    assert "installed but cannot make a jail here" in proc.stderr
+    assert "security_opt" in proc.stderr
     assert "MICROGRADE_ALLOW_WEAK_SANDBOX" in proc.stderr
     assert "MICROGRADE_ALLOW_WEAK_SANDBOX" not in env
