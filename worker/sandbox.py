@@ -199,7 +199,7 @@ def _prepare_box(files: Mapping[str, str | bytes], packages: dict[str, str], wea
 
 def run(files: Mapping[str, str | bytes], script: str, args: list[str], limits: Limits,
         packages: tuple[str, ...] = ("numpy",), weak: bool | None = None) -> SandboxResult:
-    """Run `python -I -S <box>/script args...` on `files` under `limits`.
+    """Run `python -I -S -u <box>/script args...` on `files` under `limits`.
 
     `weak=None` picks bubblewrap when installed; `weak=True` forces the rlimits-only
     fallback. Paths in `args` are relative to the box, which is the working directory;
@@ -210,7 +210,7 @@ def run(files: Mapping[str, str | bytes], script: str, args: list[str], limits: 
         weak = bwrap_path() is None
     isolation = "weak" if weak else "bwrap"
     pkg_dirs = package_dirs(packages)
-    argv = [interpreter(), "-I", "-S", script, *args]
+    argv = [interpreter(), "-I", "-S", "-u", script, *args]  # -u: prints survive a kill
     box = _prepare_box(files, pkg_dirs, weak)
     group: cgroups.Group | None = None
     opened: list[int] = []  # every pipe end this call still has to close

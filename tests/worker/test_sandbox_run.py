@@ -331,3 +331,16 @@ def test_boxes_left_by_a_killed_grader_are_swept(tmp_path: Path,
     assert sandbox.sweep_boxes() == [str(stale)]
     assert fresh.exists() and other.exists() and not stale.exists()
     assert run("say(event='hi')").messages == [{"event": "hi"}]  # runs sweep and still work
+
+
+@pytest.mark.parametrize("weak", MODES)
+def test_what_was_printed_before_a_timeout_is_kept(weak: bool) -> None:
+    """Output is unbuffered: a student's debugging print before an endless loop shows."""
+    result = run("""
+        say(event="loaded")
+        print("about to loop")
+        while True:
+            pass
+    """, Limits(wall_s=0.5, import_s=2.0), weak=weak)
+    assert result.status == "timeout"
+    assert "about to loop" in result.stdout
