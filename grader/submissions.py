@@ -188,29 +188,50 @@ def send(submission_id: int, *, regrade: bool, deferrals: int = 0) -> None:
         celery.send_task(GRADE_TASK, args=[submission_id], queue=GRADING_QUEUE)
 
 
+def _mark_for_regrade(sub: Submission) -> None:
+    """Put a row back to queued as a regrade (the caller commits)."""
+    sub.status, sub.regrade, sub.attempts = "queued", True, 0
+    sub.regrades += 1
+    sub.enqueued_at = utcnow()
+
+
+def _send_regrade(sid: int) -> None:
+    """Send one regrade message; when the broker is down the sweeper sends it later."""
+    try:
+        send(sid, regrade=True)
+    except Exception as exc:
+        # the row says queued: the sweeper sends it once the broker is back
+        log.warning("regrade of %s not sent now (%s); the sweeper will retry", sid, exc)
+
+
 def enqueue_regrade(submission_id: int) -> Submission:
     """Mark a submission for regrading and put it on the low-priority regrade queue."""
     sub = db.session.get(Submission, submission_id)
     if sub is None:
         raise SubmissionError("not_found", f"no submission {submission_id}", 404)
-    sub.status, sub.regrade, sub.attempts = "queued", True, 0
-    sub.regrades += 1
-    sub.enqueued_at = utcnow()
+    _mark_for_regrade(sub)
     db.session.commit()
-    try:
-        send(sub.id, regrade=True)
-    except Exception as exc:
-        # the row says queued: the sweeper sends it once the broker is back
-        log.warning("regrade of %s not sent now (%s); the sweeper will retry", sub.id, exc)
+    _send_regrade(sub.id)
     return sub
 
 
-def enqueue_regrades(submission_ids: Iterable[int]) -> int:
-    """Regrade many submissions (e.g. a whole assignment); return how many were queued."""
+def enqueue_regrades(submission_ids: Iterable[int], chunk: int = 500) -> int:
+    """Regrade many submissions (e.g. a whole assignment); return how many were queued.
+
+    Rows are marked and committed a chunk at a time, each chunk before its messages are
+    sent, so a class of thousands costs a few commits rather than one per submission.
+    """
+    ids = list(dict.fromkeys(submission_ids))
     n = 0
-    for sid in submission_ids:
-        enqueue_regrade(sid)
-        n += 1
+    for start in range(0, len(ids), chunk):
+        part = ids[start:start + chunk]
+        rows = list(db.session.scalars(select(Submission).where(Submission.id.in_(part))))
+        for sub in rows:
+            _mark_for_regrade(sub)
+        db.session.commit()
+        for sub in rows:
+            _send_regrade(sub.id)
+        n += len(rows)
     return n
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 
 from grader.extensions import db
 from grader.models import Assignment, Result, Submission, utcnow
-from grader.submissions import create_submission, enqueue_regrade
+from grader.submissions import create_submission, enqueue_regrade, enqueue_regrades
 from tests.service.fixtures import SOURCES, Users
 from worker import store, tasks
 
@@ -217,3 +217,17 @@ def test_storage_per_graded_submission_is_bounded(app, capsys) -> None:
               ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in sizes.items()))
     assert sizes["correct"] < 256 * 1024 and sizes["buggy"] < 256 * 1024
     assert sizes["noisy"] < 512 * 1024  # 6 MB of output, kept to 16 KiB a stream
+
+
+def test_regrade_all_marks_rows_in_chunks_and_sends_one_message_each(fast_app) -> None:
+    ids = [new(fast_app, SOURCES["correct"]) for _ in range(5)]
+    queued_messages(fast_app, "grading")
+    queued_messages(fast_app, "regrade")
+    with fast_app.app_context():
+        # a repeated id is regraded once; chunks of 2 cover all five rows
+        assert enqueue_regrades(ids + ids[:2], chunk=2) == 5
+        rows = [db.session.get(Submission, i) for i in ids]
+        assert {(r.status, r.regrade, r.regrades) for r in rows} == {("queued", True, 1)}
+    regrade = queued_messages(fast_app, "regrade")
+    assert sorted(m.headers["argsrepr"] for m in regrade) == sorted(f"[{i}]" for i in ids)
+    assert queued_messages(fast_app, "grading") == []
