@@ -221,19 +221,16 @@ def stories(n: int, rng: random.Random) -> list[list[str]]:
 
 def grade_variants(a: Assignment, names: set[str]) -> dict[str, Graded]:
     """Grade each variant once on the assignment's exercises (real pipeline, diffs rendered)."""
-    from grader.gradescope import apply_feedback_only
     from worker.store import render_svgs
 
     conf = current_app.config
     limits, k = conf["LIMITS"], int(conf.get("INSTANCES_K", 3))
     exercises, points = list(a.exercises), dict(a.points or {})
-    feedback, max_score = tuple(a.feedback_only or ()), a.max_score
+    feedback = tuple(a.feedback_only or ())
 
     def one(name: str) -> tuple[str, Graded]:
-        report = grade(variant_source(name), exercises, None, limits, k=k, points=points)
-        apply_feedback_only(report, feedback)
-        if report.status != "graded":
-            report.max_score = max_score
+        report = grade(variant_source(name), exercises, None, limits, k=k, points=points,
+                       feedback_only=feedback)
         return name, Graded(report, render_svgs(report) if report.status == "graded" else {})
 
     with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 2))) as pool:

@@ -15,8 +15,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from grader.grading.report import Report
-
 log = logging.getLogger(__name__)
 
 SUBMISSION_DIR = Path("/autograder/submission")
@@ -114,19 +112,6 @@ def find_submission(directory: Path) -> Path | None:
     return files[0] if len(files) == 1 else None
 
 
-def apply_feedback_only(report: Report, feedback: Iterable[str]) -> Report:
-    """Give the assignment's feedback-only exercises 0 points and re-add the total."""
-    feedback = set(feedback)
-    if feedback and report.status == "graded":
-        for ex in report.exercises:
-            if ex.name in feedback:
-                ex.feedback_only, ex.score, ex.max_score = True, 0.0, 0.0
-        graded = [e for e in report.exercises if not e.feedback_only]
-        report.score = round(sum(e.score for e in graded), 4)
-        report.max_score = round(sum(e.max_score for e in graded), 4)
-    return report
-
-
 def run_autograder(submission_dir: Path = SUBMISSION_DIR, results: Path = RESULTS_FILE,
                    slug: str = "micrograd", manifest_path: str | Path | None = None
                    ) -> dict[str, Any]:
@@ -149,10 +134,7 @@ def run_autograder(submission_dir: Path = SUBMISSION_DIR, results: Path = RESULT
                       f"Found: {', '.join(found) or 'nothing'}."}]}
     else:
         report = grade(path.read_bytes(), list(spec.exercises), None, filename=path.name,
-                       points=spec.points)
-        apply_feedback_only(report, spec.feedback_only)
-        if report.status != "graded":
-            report.max_score = float(spec.max_score)
+                       points=spec.points, feedback_only=spec.feedback_only)
         data = results_json(report.to_dict(), hidden=spec.hidden, filename=path.name)
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(json.dumps(data, indent=2, allow_nan=False), encoding="utf-8")

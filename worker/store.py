@@ -47,19 +47,9 @@ def grade_row(sub: Submission) -> Report:
     """Run the shared grading pipeline on the row's source, seed and assignment."""
     a = sub.assignment
     conf = current_app.config
-    report = grade(sub.source, a.exercises, sub.seed, conf["LIMITS"], filename=sub.filename,
-                   k=int(conf.get("INSTANCES_K", 3)), points=a.points)
-    feedback = set(a.feedback_only)
-    if feedback and report.status == "graded":
-        for ex in report.exercises:
-            if ex.name in feedback and not ex.feedback_only:
-                ex.feedback_only, ex.score, ex.max_score = True, 0.0, 0.0
-        graded = [e for e in report.exercises if not e.feedback_only]
-        report.score = round(sum(e.score for e in graded), 4)
-        report.max_score = round(sum(e.max_score for e in graded), 4)
-    if report.status == "invalid":
-        report.max_score = a.max_score
-    return report
+    return grade(sub.source, a.exercises, sub.seed, conf["LIMITS"], filename=sub.filename,
+                 k=int(conf.get("INSTANCES_K", 3)), points=a.points,
+                 feedback_only=a.feedback_only)
 
 
 def render_svgs(report: Report) -> dict[str, str]:

@@ -6,7 +6,8 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +76,14 @@ def run_exercise(ex: Exercise, code: str, seed: int, k: int, limits: Limits,
 
 def grade(source: str | bytes, exercises: Sequence[str] | None = None, seed: int | None = None,
           limits: Limits | None = None, *, filename: str = "value.py", k: int = DEFAULT_K,
-          points: Mapping[str, float] | None = None, weak: bool | None = None,
+          points: Mapping[str, float] | None = None, feedback_only: Collection[str] = (),
+          weak: bool | None = None,
           on_evaluation: Callable[[Evaluation], None] | None = None) -> Report:
-    """Grade a submission on the named exercises (all by default) and return its report."""
+    """Grade a submission on the named exercises (all by default) and return its report.
+
+    `points` overrides exercises' points; exercises named in `feedback_only` are graded
+    and reported but worth nothing (as `operators` is by default).
+    """
     start = time.monotonic()
     limits = limits or Limits()
     seed = new_seed() if seed is None else seed
@@ -85,23 +91,24 @@ def grade(source: str | bytes, exercises: Sequence[str] | None = None, seed: int
     unknown = [n for n in names if n not in EXERCISES]
     if unknown:
         raise ValueError(f"unknown exercise(s): {', '.join(unknown)}")
+    plan = [_configured(EXERCISES[n], points, feedback_only) for n in names]
+    possible = round(sum(ex.points for ex in plan if not ex.feedback_only), 4)
 
     checked = validate.check(source, filename, limits)
     if isinstance(checked, validate.Invalid):
         report = invalid(seed, checked.kind, checked.message, **checked.extra)
-        report.source = checked.source
+        report.source, report.max_score = checked.source, possible
         report.timing = {"wall_s": round(time.monotonic() - start, 3)}
         return report
 
     report = Report(status="graded", seed=seed, source=checked.source,
                     warnings=list(checked.warnings))
-    for name in names:
-        ex = EXERCISES[name]
-        if points and name in points:
-            ex = _with_points(ex, points[name])
+    for ex in plan:
         evaluation, bad = run_exercise(ex, checked.code, seed, k, limits, weak)
         if bad is not None:
-            return _invalid_from_harness(report, bad, limits, start)
+            out = _invalid_from_harness(report, bad, limits, start)
+            out.max_score = possible
+            return out
         annotate(evaluation, seed=seed, filename=filename,
                  replay=lambda one: run_exercise(one, checked.code, seed, 0, limits, weak)[0])
         if on_evaluation:
@@ -120,10 +127,14 @@ def grade(source: str | bytes, exercises: Sequence[str] | None = None, seed: int
     return report
 
 
-def _with_points(ex: Exercise, pts: float) -> Exercise:
-    from dataclasses import replace
-
-    return replace(ex, points=float(pts))
+def _configured(ex: Exercise, points: Mapping[str, float] | None,
+                feedback_only: Collection[str]) -> Exercise:
+    """The exercise with the assignment's points, or as feedback only (0 points)."""
+    if ex.name in feedback_only:
+        return replace(ex, points=0.0, feedback_only=True)
+    if points and ex.name in points:
+        return replace(ex, points=float(points[ex.name]))
+    return ex
 
 
 def _invalid_from_harness(report: Report, bad: dict[str, Any], limits: Limits,

@@ -139,3 +139,21 @@ def test_the_report_is_one_json_document_with_spec_keys(read_fixture) -> None:
 def test_unknown_exercises_are_refused() -> None:
     with pytest.raises(ValueError, match="nope"):
         grade("class Value: pass", ["expression", "nope"])
+
+
+def test_assignment_points_and_feedback_only_exercises(read_fixture) -> None:
+    source = read_fixture("good/lecture.py")
+    report = grade(source, ["expression", "neuron"], seed=3, k=0,
+                   points={"expression": 5.0}, feedback_only=["neuron"])
+    by_name = {e.name: e for e in report.exercises}
+    assert (by_name["expression"].score, by_name["expression"].max_score) == (5.0, 5.0)
+    assert by_name["neuron"].feedback_only and by_name["neuron"].max_score == 0.0
+    assert by_name["neuron"].verdict == "passed"
+    assert (report.score, report.max_score) == (5.0, 5.0)
+    # an ungradable file is out of the same total
+    empty = grade(b"", ["expression", "neuron"], seed=3, points={"expression": 5.0},
+                  feedback_only=["neuron"])
+    assert (empty.status, empty.score, empty.max_score) == ("invalid", 0.0, 5.0)
+    broken = grade("import nope\nclass Value: pass\n", ["expression", "neuron"], seed=3,
+                   points={"expression": 5.0}, feedback_only=["neuron"])
+    assert (broken.status, broken.max_score) == ("invalid", 5.0)
