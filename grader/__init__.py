@@ -28,6 +28,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     conf = settings.load(config)
     app = Flask(__name__, instance_path=conf["INSTANCE_PATH"], instance_relative_config=True)
     app.config.update(conf)
+    proxies = int(app.config.get("TRUSTED_PROXIES") or 0)
+    if proxies:  # behind a reverse proxy: the client's address and scheme come from it
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies,  # type: ignore[method-assign]
+                                x_host=proxies)
     register_extensions(app)
     register_blueprints(app)
     register_errorhandlers(app)

@@ -44,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "TOKEN_TTL_DAYS": 365,       #: API tokens expire after this many days
     "WORKER_HEARTBEAT": 10.0,    #: seconds between a worker's heartbeats in the database
     "SESSION_COOKIE_SECURE": False,
+    "TRUSTED_PROXIES": 0,        #: reverse proxies in front whose X-Forwarded-* are believed
     "LOGIN_MAX_FAILURES": 5,     #: failed sign-ins per email and address before a pause
     "LOGIN_WINDOW_S": 300.0,     #: ... counted over, and paused for, this many seconds
     "LOGIN_THROTTLE_URL": "",    #: Redis for the counts; default the broker's Redis, else SQLite

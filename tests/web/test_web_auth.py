@@ -297,3 +297,18 @@ def test_html_errors_are_pages_and_api_errors_stay_json(signed_in: Any) -> None:
 def test_a_shared_link_fills_in_the_join_code(client: Any) -> None:
     page = client.get("/register?code=%3Cb%3Ecode").get_data(as_text=True)
     assert 'value="&lt;b&gt;code"' in page
+
+
+def test_behind_a_trusted_proxy_throttling_counts_the_forwarded_client(make_app: Any) -> None:
+    app = make_app(TRUSTED_PROXIES=1)
+    user = create_user(app)
+    proxy = {"REMOTE_ADDR": "127.0.0.1"}
+    attacker = app.test_client()
+    attacker.environ_base.update(proxy, HTTP_X_FORWARDED_FOR="203.0.113.7")
+    for _ in range(5):
+        assert login(attacker, user.email, "guess").status_code == 401
+    assert login(attacker, user.email).status_code == 429
+    # another client behind the same proxy is not locked out with the attacker
+    student = app.test_client()
+    student.environ_base.update(proxy, HTTP_X_FORWARDED_FOR="198.51.100.2")
+    assert login(student, user.email).status_code == 302
