@@ -200,6 +200,7 @@ def test_no_box_cgroup_or_process_is_left_after_many_runs(weak: bool, tracked_ru
               "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\n"
               "say(event='loaded')"]
     statuses = set()
+    before = descendants(os.getpid())  # e.g. a browser or worker another test module keeps
     for i in range(15):
         result = run(bodies[i % len(bodies)], Limits(wall_s=0.3, memory_mb=128), weak=weak)
         statuses.add(result.status)
@@ -209,7 +210,7 @@ def test_no_box_cgroup_or_process_is_left_after_many_runs(weak: bool, tracked_ru
     assert len(tracked_runs["boxes"]) == 15
     assert not any(os.path.exists(box) for box in tracked_runs["boxes"])
     assert not any(d.exists() for g in tracked_runs["groups"] for d in g.dirs)
-    assert descendants(os.getpid()) == set()
+    assert descendants(os.getpid()) - before == set()
 
 
 @pytest.mark.parametrize("weak", MODES)
