@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh --services --browser
+# used only where PostgreSQL asks for a password on 127.0.0.1 (a stock Debian cluster)
+export PGPASSWORD=${PGPASSWORD:-micrograde-tests}
 bash scripts/services.sh
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest "$@"
