@@ -63,18 +63,17 @@ def submission_json(sub: Submission, *, full: bool = True) -> dict[str, Any]:
 
 
 def visible_report(sub: Submission) -> dict[str, Any] | None:
-    """The report, with hidden exercises' details withheld from students until the deadline."""
-    report = sub.report_dict()
-    if report is None or g.api_user.is_instructor:
-        return report
-    a = sub.assignment
-    deadline = a.deadline_for(g.api_user)
-    from grader.models import utcnow
+    """The report, hidden exercises' details withheld as on the student pages.
 
-    if not a.hidden or deadline is None or utcnow() > deadline:
-        return report
-    for ex in report.get("exercises", []):
-        if ex.get("name") in a.hidden:
+    A hidden exercise shows only its verdict and score until the student's late window
+    (shifted by any extension) has closed; staff always see everything.
+    """
+    from grader.student.present import hidden_exercises
+
+    report = sub.report_dict()
+    hidden = hidden_exercises(sub, g.api_user) if report is not None else set()
+    for ex in (report or {}).get("exercises", []):
+        if ex.get("name") in hidden:
             keep = {k: ex.get(k) for k in ("name", "title", "verdict", "score", "max_score",
                                            "feedback_only")}
             ex.clear()

@@ -153,7 +153,7 @@ def test_health_without_workers_is_degraded(client) -> None:
         (0, 0, 0, 0)
 
 
-def test_hidden_exercises_show_details_only_after_the_deadline(make_app, tmp_path) -> None:
+def test_hidden_exercises_show_details_only_once_the_late_window_closed(make_app, tmp_path) -> None:
     from datetime import timedelta
 
     from grader.models import Assignment, utcnow
@@ -179,7 +179,12 @@ def test_hidden_exercises_show_details_only_after_the_deadline(make_app, tmp_pat
     assert hidden["hidden"] and hidden["verdict"] == "wrong_gradient"
     assert "nodes" not in hidden and "diff_dot" not in hidden and "hints" not in hidden
     assert diamond(prof)["nodes"]  # staff see everything
+    with app.app_context():  # past the deadline, still inside the late window: as the pages
+        a = db.session.scalar(select(Assignment))
+        a.deadline, a.late_until = utcnow() - timedelta(seconds=1), utcnow() + timedelta(days=1)
+        db.session.commit()
+    assert diamond(student)["hidden"]
     with app.app_context():
-        db.session.scalar(select(Assignment)).deadline = utcnow() - timedelta(seconds=1)
+        db.session.scalar(select(Assignment)).late_until = utcnow() - timedelta(seconds=1)
         db.session.commit()
     assert diamond(student)["nodes"]
