@@ -12,10 +12,10 @@ from typing import Any
 
 from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from grader.extensions import db
-from grader.models import DONE, Submission, utcnow
+from grader.models import Submission, utcnow
 from worker import store
 
 log = logging.getLogger(__name__)
@@ -66,22 +66,32 @@ def run(submission_id: int, hostname: str) -> str:
 
 
 def sweep_stuck(now: Any = None) -> list[int]:
-    """Put stuck submissions back on their queue (commit first, then send); return their ids."""
+    """Put stuck submissions back on their queue (commit first, then send); return their ids.
+
+    The rows are reset with one conditional UPDATE that re-checks "still stuck", so a row
+    a worker claimed or finished after the sweeper looked at it is left alone.
+    """
     from grader.health import stuck_filter
     from grader.submissions import send
 
     now = now or utcnow()
-    rows = list(db.session.scalars(select(Submission).where(stuck_filter(now))
-                                   .order_by(Submission.id).limit(500)))
-    ids = []
-    for sub in rows:
-        if sub.status in DONE:
-            continue
-        log.warning("submission %s stuck in %s since %s: re-enqueued", sub.id, sub.status,
-                    sub.started_at if sub.status == "running" else sub.enqueued_at)
-        sub.status, sub.enqueued_at = "queued", now
-        ids.append((sub.id, sub.regrade))
+    stuck = list(db.session.execute(select(Submission.id, Submission.status)
+                                    .where(stuck_filter(now))
+                                    .order_by(Submission.id).limit(500)))
+    if not stuck:
+        db.session.rollback()
+        return []
+    reset = db.session.execute(
+        update(Submission).where(Submission.id.in_([sid for sid, _ in stuck]),
+                                 stuck_filter(now))
+        .values(status="queued", enqueued_at=now)
+        .returning(Submission.id, Submission.regrade)
+        .execution_options(synchronize_session=False)).all()
     db.session.commit()
+    was = dict(stuck)
+    ids = sorted((sid, regrade) for sid, regrade in reset)
+    for sid, _ in ids:
+        log.warning("submission %s stuck in %s: re-enqueued", sid, was.get(sid))
     sent = []
     for sid, regrade in ids:
         try:

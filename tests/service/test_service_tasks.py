@@ -231,3 +231,35 @@ def test_regrade_all_marks_rows_in_chunks_and_sends_one_message_each(fast_app) -
     regrade = queued_messages(fast_app, "regrade")
     assert sorted(m.headers["argsrepr"] for m in regrade) == sorted(f"[{i}]" for i in ids)
     assert queued_messages(fast_app, "grading") == []
+
+
+def test_sweep_leaves_a_row_that_finished_while_it_looked(fast_app) -> None:
+    from sqlalchemy import event, text
+
+    sid = new(fast_app, SOURCES["correct"])
+    queued_messages(fast_app, "grading")
+    now = utcnow()
+    with fast_app.app_context():
+        sub = db.session.get(Submission, sid)
+        sub.status, sub.started_at = "running", now - timedelta(hours=1)
+        db.session.commit()
+        db.session.remove()
+        engine = db.engine
+        finished = []
+
+        def worker_saves(conn, cursor, statement, *_args) -> None:
+            # right after the sweeper's first look at the table, the slow worker commits
+            if not finished and statement.lstrip().upper().startswith("SELECT"):
+                finished.append(True)
+                with engine.connect() as other:
+                    other.execute(text("UPDATE submission SET status = 'graded' "
+                                       "WHERE id = :id"), {"id": sid})
+                    other.commit()
+
+        event.listen(engine, "after_cursor_execute", worker_saves)
+        try:
+            assert tasks.sweep_stuck(now) == []
+        finally:
+            event.remove(engine, "after_cursor_execute", worker_saves)
+        assert finished and db.session.get(Submission, sid).status == "graded"
+    assert queued_messages(fast_app, "grading") == []
