@@ -22,6 +22,7 @@ from grader.extensions import db
 from grader.gradescope import results_json
 from grader.instructor.data import Course
 from grader.models import Submission, utcnow
+from grader.policy import LATE, TOO_LATE
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +96,12 @@ def gradescope_entries(course: Course) -> list[dict[str, Any]]:
         if sub is None or sub.report is None:
             continue
         g = course.grade(user.id)
-        notes = []
-        if g.best_late:
-            notes.append(f"Submitted late: {course.policy.late_penalty:.0%} penalty applied "
-                         f"(raw score {float(sub.score or 0):g}).")
+        when = course.policy.timeliness(sub.created_at, g.extension)
+        raw = f"raw score {float(sub.score or 0):g}"
+        notes = {LATE: [f"Submitted late: {course.policy.late_penalty:.0%} penalty applied "
+                        f"({raw})."],
+                 TOO_LATE: [f"Submitted after the late window closed: it scores 0 ({raw})."]
+                 }.get(when, [])
         entries.append({
             "email": user.email, "name": user.name or "", "submission_id": sub.id,
             "submitted_at": _when(sub.created_at), "late": g.best_late,

@@ -104,3 +104,38 @@ def test_cli_export(class_app: dict[str, Any], tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "no assignment 'nope'" in bad.output
     assert runner.invoke(cli, ["export", "micrograd", "--format", "xls"], env=env).exit_code \
         == 2
+
+
+def test_a_grade_from_after_the_late_window_says_it_scores_zero(
+        fresh_class_app: dict[str, Any]) -> None:
+    from datetime import timedelta
+
+    from grader.extensions import db
+    from grader.models import Result, Submission
+    from tests.instructor import klass
+
+    app, ids = fresh_class_app["app"], fresh_class_app["ids"]
+    at = klass.LATE_UNTIL + timedelta(hours=1)   # erin's only submission: too late
+    with app.app_context():
+        sub = Submission(user_id=ids["users"]["erin"], assignment_id=ids["assignment"],
+                         filename="value.py", source="class Value: pass\n", size=18,
+                         sha256="0" * 64, seed=9, status="graded", score=10.0,
+                         max_score=10.0, created_at=at, finished_at=at,
+                         report={"schema": "micrograde.report/1", "status": "graded",
+                                 "score": 10.0, "max_score": 10.0, "exercises": []})
+        db.session.add(sub)
+        db.session.flush()
+        db.session.add(Result(submission_id=sub.id, position=0, name="expression",
+                              title="Expression", verdict="passed", score=2.0, max_score=2.0,
+                              data={"name": "expression", "verdict": "passed"}))
+        db.session.commit()
+    client = fresh_class_app["client"]
+    data = json.loads(client.get("/instructor/micrograd/gradescope.json").get_data(as_text=True))
+    erin = next(e for e in data["students"] if e["email"].startswith("erin@"))
+    assert (erin["late"], erin["results"]["score"]) == (True, 0.0)
+    assert "after the late window closed: it scores 0 (raw score 10)" in erin["results"]["output"]
+    assert "penalty applied" not in erin["results"]["output"]
+    rows = csv.DictReader(io.StringIO(client.get("/instructor/micrograd/export.csv")
+                                      .get_data(as_text=True)))
+    row = next(r for r in rows if r["email"].startswith("erin@"))
+    assert (row["best_score"], row["late"], row["attempts"]) == ("0", "yes", "1")
