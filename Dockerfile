@@ -12,9 +12,14 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/venv
 WORKDIR /src
+# The exact dependency versions the test suite ran against, from the pins alone: this
+# layer is rebuilt only when they change, not on every edit of the code.
+COPY deploy/constraints.txt deploy/
+RUN /opt/venv/bin/pip install --no-cache-dir -r deploy/constraints.txt
 COPY . .
-# The package itself plus the exact dependency versions the test suite ran against.
-RUN /opt/venv/bin/pip install --no-cache-dir -c deploy/constraints.txt . \
+# The package itself; `pip check` fails the build if the pins above miss a dependency.
+RUN /opt/venv/bin/pip install --no-cache-dir --no-deps . \
+    && /opt/venv/bin/pip check \
     && /opt/venv/bin/python -c "import grader, worker, exercises, reference"
 
 FROM ${PYTHON_IMAGE}

@@ -1,7 +1,8 @@
 """Print pins for every runtime dependency of micrograde, as installed in this environment.
 
-The Docker image installs the package with `pip install -c deploy/constraints.txt`, so it
-runs the exact versions the test suite ran. Regenerate after changing dependencies:
+The Docker image installs these pins (`pip install -r deploy/constraints.txt`, a layer of
+its own) before the package, so it runs the exact versions the test suite ran. Regenerate
+after changing dependencies:
 
     .venv/bin/python deploy/constraints.py > deploy/constraints.txt
 """

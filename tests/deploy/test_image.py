@@ -59,7 +59,22 @@ def test_one_slim_image_with_graphviz_and_bubblewrap() -> None:
     assert froms == ["${PYTHON_IMAGE} AS build", "${PYTHON_IMAGE}"]
     runs = " ".join(arg for op, arg in steps if op == "RUN")
     assert re.search(r"apt-get install -y --no-install-recommends bubblewrap graphviz", runs)
-    assert "pip install --no-cache-dir -c deploy/constraints.txt ." in runs
+
+
+def test_dependencies_are_a_layer_of_their_own() -> None:
+    """Editing the code must not reinstall every dependency: pins first, source after."""
+    steps = instructions()
+    first, final = [i for i, (op, _) in enumerate(steps) if op == "FROM"]
+    build = steps[first:final]
+    where = {step: i for i, step in enumerate(build)}
+    pins = where[("COPY", "deploy/constraints.txt deploy/")]
+    deps = where[("RUN", "/opt/venv/bin/pip install --no-cache-dir -r deploy/constraints.txt")]
+    source = where[("COPY", ". .")]
+    package = next(i for i, (op, arg) in enumerate(build)
+                   if op == "RUN" and "--no-deps ." in arg)
+    assert pins < deps < source < package
+    assert "/opt/venv/bin/pip check" in build[package][1]
+    assert [op for op, _ in build[pins:source]] == ["COPY", "RUN"]  # nothing else copied early
 
 
 def test_roles_run_unprivileged() -> None:
