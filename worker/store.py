@@ -31,6 +31,13 @@ def claim(submission_id: int, hostname: str) -> Submission | None:
         log.info("submission %s already %s: duplicate message dropped", sub.id, sub.status)
         db.session.rollback()
         return None
+    if sub.status == "running" and held_by_live_sibling(sub.worker, hostname):
+        # a duplicate (a double regrade click, a sweep of a long queue) while another
+        # process of this worker grades it; if that process dies, the sweeper re-queues it
+        log.info("submission %s is being graded by %s: duplicate message dropped", sub.id,
+                 sub.worker)
+        db.session.rollback()
+        return None
     max_attempts = int(current_app.config.get("MAX_ATTEMPTS", 3))
     if sub.attempts >= max_attempts:
         fail(sub, "too_many_attempts", f"grading was interrupted {sub.attempts} times; "
@@ -41,6 +48,21 @@ def claim(submission_id: int, hostname: str) -> Submission | None:
     sub.attempts += 1
     db.session.commit()
     return sub
+
+
+def held_by_live_sibling(holder: str | None, hostname: str) -> bool:
+    """True when `holder` ("node:pid") is another live process of this same worker node."""
+    node, _, pid = (holder or "").rpartition(":")
+    if (node != hostname or not pid.isdigit() or int(pid) == os.getpid()
+            or len(holder or "") >= 200):  # a cut-off name tells nothing
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, under another user
+        return True
+    return True
 
 
 def grade_row(sub: Submission) -> Report:

@@ -263,3 +263,30 @@ def test_sweep_leaves_a_row_that_finished_while_it_looked(fast_app) -> None:
             event.remove(engine, "after_cursor_execute", worker_saves)
         assert finished and db.session.get(Submission, sid).status == "graded"
     assert queued_messages(fast_app, "grading") == []
+
+
+def test_duplicate_message_while_a_sibling_grades_is_dropped(fast_app) -> None:
+    import subprocess
+    import sys
+
+    sid = new(fast_app, SOURCES["correct"])
+    # a live process standing in for the pool process of this node that claimed the row
+    sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with fast_app.app_context():
+            sub = db.session.get(Submission, sid)
+            sub.status, sub.attempts, sub.started_at = "running", 1, utcnow()
+            sub.worker = f"node@host:{sibling.pid}"
+            db.session.commit()
+            for _ in range(3):  # never graded twice, never counted as interrupted
+                assert tasks.run(sid, "node@host") == "skipped"
+            sub = db.session.get(Submission, sid)
+            assert (sub.status, sub.attempts) == ("running", 1)
+            # another node cannot see that process: it grades (the sweeper's view)
+            assert not store.held_by_live_sibling(sub.worker, "other@host")
+    finally:
+        sibling.kill()
+        sibling.wait()
+    with fast_app.app_context():  # the holder died: the redelivered message grades it
+        assert tasks.run(sid, "node@host") == "graded"
+        assert db.session.get(Submission, sid).attempts == 2
