@@ -89,9 +89,13 @@ def _instance_secret(instance: Path, name: str, nbytes: int) -> str:
     return path.read_text().strip()
 
 
+#: sandbox runs an exercise may take: its own and, for a wrong result, the shrinking replay
+RUNS_PER_EXERCISE = 2
+
+
 def time_limits(limits: Limits, n_exercises: int = 5) -> tuple[int, int]:
     """Celery soft and hard time limits above the sandbox's whole budget for a submission."""
-    budget = n_exercises * (limits.import_s + limits.wall_s)
+    budget = n_exercises * RUNS_PER_EXERCISE * (limits.import_s + limits.wall_s)
     soft = int(budget * 1.2) + 30
     return soft, soft + 30
 
