@@ -8,7 +8,8 @@ calls `Value(x)` with one positional number.
 
 Protocol (inside): ``python -I -S harness.py JOB.json`` with the result channel on fd 3.
 It writes JSON lines: ``{"event": "loaded"}`` once the submission imported, then one
-``{"event": "result", ...}`` (or ``{"event": "invalid", ...}``).
+``{"event": "result", ...}`` (or ``{"event": "invalid", ...}``), then one
+``{"event": "checks", "warnings": [...]}`` naming the legitimate quirks it found.
 """
 
 from __future__ import annotations
@@ -211,6 +212,60 @@ def probe(V: type, ops: tuple[str, ...] | None = None) -> dict[str, Any]:
     return features
 
 
+def _relu_grad_at_zero(V: type) -> bool:
+    """relu's gradient at exactly 0 is 1 (micrograd's, like PyTorch's, is 0)."""
+    x = V(0.0)
+    x.relu().backward()
+    return read_number(x, ("grad",)) == 1.0
+
+
+def _tanh_overflow(V: type) -> bool:
+    """tanh(±400) raises or is not finite: exp(2x) overflows beyond |x| ≈ 355."""
+    for x in (400.0, -400.0):
+        try:
+            out = V(x).tanh()
+        except ArithmeticError:  # OverflowError from math.exp, FloatingPointError (numpy)
+            return True
+        if not math.isfinite(read_number(out, ("data", "value"))):
+            return True
+    return False
+
+
+def _double_backward(V: type) -> bool:
+    """A second backward() on the same small graph changes the gradients (they add up)."""
+    a = V(2.0)
+    y = a * V(3.0)
+    y.backward()
+    first = read_number(a, ("grad",))
+    y.backward()
+    second = read_number(a, ("grad",))
+    return math.isfinite(first) and not math.isclose(first, second, rel_tol=1e-9)
+
+
+#: surprising but legitimate behaviours (SPEC §3): warnings, never verdicts. Each is
+#: checked on fresh values in the exercises using its first operation, once all the
+#: operations it needs probed fine.
+QUIRKS: dict[str, tuple[tuple[str, ...], Callable[[type], bool]]] = {
+    "relu_grad_at_zero": (("relu", "backward"), _relu_grad_at_zero),
+    "tanh_overflow": (("tanh",), _tanh_overflow),
+    "double_backward": (("backward", "mul"), _double_backward),
+}
+
+
+def quirks(V: type, ops: tuple[str, ...], features: dict[str, Any]) -> list[str]:
+    """The QUIRKS `V` shows among those concerning `ops`; a check that fails says nothing."""
+    found = []
+    for code, (needs, check) in QUIRKS.items():
+        if needs[0] not in ops or any(features.get(op) is not True for op in needs):
+            continue
+        try:
+            if check(V):
+                found.append(code)
+        except BaseException:  # noqa: BLE001, S112 - a broken op is the exercise's business
+            continue
+    return found
+
+
 def capture(V: type, build: Callable, inputs: dict[str, Any], lr: float | None = None,
             params: list[str] | None = None) -> dict[str, Any]:
     """Build one graph with `V`, backpropagate (and step), and read every node as numbers."""
@@ -349,6 +404,8 @@ def run_job(job: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None
                     run["error"] = describe_error(exc)
             result["runs"].append(run)
     send(result)
+    # after the result: a check that hangs or crashes the process cannot cost a verdict
+    send({"event": "checks", "warnings": quirks(V, exercise.ops, result["features"])})
 
 
 def main(argv: list[str]) -> int:

@@ -74,4 +74,14 @@ def render_table(report: Report) -> str:
                              f"{row['verdict']}: {row['message']}")
     lines += ["", f"  total {report.score:g}/{report.max_score:g}"]
     lines += [f"  note: {w}" for w in report.warnings]
+    lines += [f"  note ({', '.join(names)}): {w}" for w, names in exercise_warnings(report)]
     return "\n".join(lines)
+
+
+def exercise_warnings(report: Report) -> list[tuple[str, list[str]]]:
+    """Each exercise warning once, with the exercises it came up in."""
+    seen: dict[str, list[str]] = {}
+    for e in report.exercises:
+        for w in e.warnings:
+            seen.setdefault(w, []).append(e.name)
+    return list(seen.items())

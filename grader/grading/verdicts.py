@@ -20,6 +20,24 @@ from worker.sandbox import SandboxResult
 
 SANDBOX_VERDICTS = {"timeout": "timeout", "import_timeout": "timeout",
                     "memory_limit": "memory_limit", "crashed": "crashed"}
+#: what each warning code from the harness means; codes not listed here are ignored
+WARNINGS = {
+    "int_grad": "your gradients are ints (`self.grad = 0`): accepted, but `0.0` keeps "
+                "them floats",
+    "relu_grad_at_zero": "`relu()` has gradient 1 at exactly 0, where micrograd and PyTorch "
+                         "use 0: accepted (the graded inputs are never 0)",
+    "tanh_overflow": "`tanh()` fails for large inputs (`Value(400.0).tanh()` overflows or "
+                     "gives nan, as `exp(2x)` does beyond |x| ≈ 355; `math.tanh` does not): "
+                     "accepted (the graded inputs are small)",
+    "double_backward": "calling `backward()` twice on the same graph changes the gradients "
+                       "(they add up, as in micrograd): set every `grad` to 0 before each "
+                       "`backward()` when you train",
+    "checks_unfinished": "your code {status} after all its results were in (the grader "
+                         "checks `relu()` at 0, `tanh()` of large inputs and a second "
+                         "`backward()` last): the verdict stands",
+}
+AFTER_RESULT = {"timeout": "timed out", "memory_limit": "ran out of memory",
+                "crashed": "crashed"}
 SANDBOX_MESSAGES = {
     "timeout": "did not finish within {wall:g} s (an endless loop, or a very slow backward?)",
     "memory_limit": "used more than {mem} MiB of memory",
@@ -38,7 +56,10 @@ def evaluate(ex: Exercise, sb: SandboxResult, expected: list[list[dict[str, Any]
              seeds: list[int | None], limits: Any) -> Evaluation:
     """Decide the exercise's verdict from the sandbox's messages and the reference numbers."""
     result_msg = next((m for m in sb.messages if m.get("event") == "result"), None)
-    if sb.status != "ok" or result_msg is None:
+    codes: list[str] = []
+    if result_msg is not None and sb.status in AFTER_RESULT and _after_result(sb):
+        codes.append("checks_unfinished")
+    elif sb.status != "ok" or result_msg is None:
         status = sb.status if sb.status != "ok" else "crashed"
         verdict = SANDBOX_VERDICTS.get(status, "crashed")
         detail = sb.detail or "no result was reported"
@@ -101,9 +122,27 @@ def evaluate(ex: Exercise, sb: SandboxResult, expected: list[list[dict[str, Any]
         res.score = round(ex.points * FORWARD_SHARE, 4)
     if ex.per_graph_table:
         res.table = graph_table(runs, features)
-    warnings = {w for r in runs if r.actual for w in (r.actual.get("warnings") or [])}
-    res.warnings = sorted(str(w)[:40] for w in warnings)
+    codes += [w for r in runs if r.actual and isinstance(r.actual.get("warnings"), list)
+              for w in r.actual["warnings"]]
+    checks = next((m for m in sb.messages if m.get("event") == "checks"), {})
+    if isinstance(checks.get("warnings"), list):
+        codes += checks["warnings"]
+    res.warnings = warning_texts(codes, sb.status)
     return Evaluation(ex, res, runs, focus, features, seeds)
+
+
+def _after_result(sb: SandboxResult) -> bool:
+    """True when the run failed only after its one result was in (in the quirk checks):
+    never for a garbled channel, where a forged result may hide the real one."""
+    results = sum(1 for m in sb.messages if m.get("event") == "result")
+    return results == 1 and sb.detail != "garbled result"
+
+
+def warning_texts(codes: list[Any], status: str = "ok") -> list[str]:
+    """The readable warnings for the harness's codes, each once, in WARNINGS order."""
+    known = set(c for c in codes if isinstance(c, str))
+    return [text.format(status=AFTER_RESULT.get(status, status))
+            for code, text in WARNINGS.items() if code in known]
 
 
 def graph_table(runs: list[RunOutcome], features: dict[str, Any]) -> list[dict[str, Any]]:

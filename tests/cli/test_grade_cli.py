@@ -156,6 +156,14 @@ def test_without_json_a_readable_table(sub: Path) -> None:
     assert any("1.0-a: wrong_forward" in line for line in lines)
     assert "  total 10/10" in lines
     assert not done.stdout.lstrip().startswith("{")
+    notes = [line for line in lines if line.startswith("  note (")]
+    assert notes == [  # each exercise warning once, naming the exercises it came up in
+        "  note (expression, diamond, neuron, mlp_step, operators): calling `backward()` "
+        "twice on the same graph changes the gradients (they add up, as in micrograd): set "
+        "every `grad` to 0 before each `backward()` when you train",
+        "  note (neuron, mlp_step, operators): `tanh()` fails for large inputs "
+        "(`Value(400.0).tanh()` overflows or gives nan, as `exp(2x)` does beyond |x| ≈ 355; "
+        "`math.tanh` does not): accepted (the graded inputs are small)"]
 
 
 def test_an_invalid_file_reads_as_not_graded(sub: Path) -> None:

@@ -14,6 +14,7 @@ from exercises import EXERCISES
 from grader.cli import cli
 from grader.grading import outdir
 from grader.grading.report import Report, invalid
+from grader.grading.verdicts import WARNINGS
 
 BUGS = Path(__file__).resolve().parents[1] / "fixtures" / "submissions" / "bugs"
 
@@ -81,6 +82,17 @@ def test_index_shows_diagnosis_hints_tables(hostile_out: Path) -> None:
     assert "Replay it: <code>micrograde grade hostile_labels.py --seed 3 --exercise" in page
     assert 'class="nodes"' in page and 'class="params"' in page and 'class="ops"' in page
     assert page.count('<li class="hint">') == sum(len(e["hints"]) for e in report["exercises"])
+
+
+def test_index_shows_each_exercise_warning_as_text(hostile_out: Path) -> None:
+    report = json.loads((hostile_out / "report.json").read_text())
+    page = (hostile_out / "index.html").read_text()
+    neuron = page[page.index('id="ex-neuron"'):page.index('id="ex-mlp_step"')]
+    assert report["exercises"][2]["warnings"] == [WARNINGS["tanh_overflow"],
+                                                  WARNINGS["double_backward"]]
+    assert neuron.count('<li class="warning">') == 2
+    assert "calling <code>backward()</code> twice" in neuron
+    assert "<code>Value(400.0).tanh()</code> overflows" in neuron
 
 
 def test_json_stdout_is_still_one_document(tmp_path: Path) -> None:

@@ -181,6 +181,84 @@ def test_the_harness_sets_only_grad_and_data_and_only_for_the_sgd_step(name: str
         assert Watched.outside.count("grad") == Watched.outside.count("data") == 41
 
 
+def test_the_quirk_checks_set_nothing_and_call_only_value_of_one_number() -> None:
+    Watched.outside = []
+    found = harness.quirks(Watched, EXERCISES["operators"].ops, harness.probe(Watched))
+    assert found == ["double_backward"]  # the reference accumulates, like micrograd
+    assert Watched.outside == []
+
+
+ALL_OPS = tuple(harness.PROBES)
+
+
+class ReluOneAtZero(Value):
+    __slots__ = ()
+
+    def relu(self) -> Value:
+        out = Value(max(self.data, 0.0))
+        out._prev, out._backward = {self}, lambda: setattr(self, "grad", self.grad + out.grad)
+        return out
+
+
+class OverflowingTanh(Value):
+    __slots__ = ()
+
+    def tanh(self) -> Value:
+        e = math.exp(2 * self.data)
+        return Value((e - 1) / (e + 1))
+
+
+class NanTanh(Value):
+    __slots__ = ()
+
+    def tanh(self) -> Value:
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.exp(np.float64(2 * self.data))
+            return Value((e - 1) / (e + 1))
+
+
+class IdempotentBackward(Value):
+    __slots__ = ()
+
+    def __mul__(self, other: Value) -> Value:
+        out = Value.__mul__(self, other)
+        object.__setattr__(out, "__class__", IdempotentBackward)
+        return out
+
+    def backward(self) -> None:
+        for node in self._prev:  # enough for the one-operation graph the check builds
+            node.grad = 0.0
+        super().backward()
+
+
+@pytest.mark.parametrize(("cls", "found"), [
+    (ReluOneAtZero, ["relu_grad_at_zero", "double_backward"]),
+    (OverflowingTanh, ["tanh_overflow", "double_backward"]),
+    (NanTanh, ["tanh_overflow", "double_backward"]),
+    (IdempotentBackward, []),
+])
+def test_quirks_are_found_on_fresh_values(cls: type, found: list[str]) -> None:
+    features = harness.probe(cls)
+    assert harness.quirks(cls, ALL_OPS, features) == found
+    assert harness.quirks(cls, ("add", "mul"), features) == []  # no backward in that exercise
+
+
+def test_a_quirk_check_that_raises_or_lacks_its_operation_says_nothing() -> None:
+    class Broken(Value):
+        __slots__ = ()
+
+        def relu(self) -> Value:
+            raise SystemExit("no relu at 0")
+
+        def tanh(self) -> Value:
+            raise KeyboardInterrupt
+
+    assert harness.quirks(Broken, ALL_OPS, dict.fromkeys(ALL_OPS, True)) == [
+        "double_backward"]
+    lacking = {"tanh": False, "backward": True, "mul": True}
+    assert harness.quirks(OverflowingTanh, ALL_OPS, lacking) == ["double_backward"]
+
+
 def test_the_output_gradient_is_never_pre_seeded() -> None:
     class Unseeded:
         """Right local derivatives, but backward() forgets `self.grad = 1`."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.grading.verdicts import WARNINGS
 from worker.limits import Limits
 from worker.sandbox import bwrap_path
 
@@ -93,6 +94,16 @@ def test_a_forged_result_repeating_the_canonical_run_does_not_pass(grade_fixture
     report = grade_fixture("hostile/forge_canonical_everywhere.py", k=3)
     good_still_passes()
     assert report.exercises[0].verdict != "passed"
+
+
+def test_a_quirk_check_that_hangs_after_the_results_costs_no_verdict(grade_fixture,
+                                                                    good_still_passes) -> None:
+    """relu(0) loops forever, but only the checks after the result message ask for it."""
+    report = grade_fixture("hostile/relu_hangs_at_zero.py", ("operators",), limits=FAST)
+    good_still_passes()
+    (ex,) = report.exercises
+    assert ex.verdict == "passed", ex.message
+    assert ex.warnings == [WARNINGS["checks_unfinished"].format(status="timed out")]
 
 
 def test_timeouts_are_decided_by_the_wall_clock_outside(grade_fixture, good_still_passes
