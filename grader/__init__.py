@@ -9,6 +9,7 @@ from typing import Any
 
 from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import IntegerConverter, Map
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +20,14 @@ BLUEPRINTS: tuple[str, ...] = (
     "grader.instructor",
     "grader.api",
 )
+
+
+class RowId(IntegerConverter):
+    """`<int:...>` in routes: a number that fits a database id (larger ones are 404, not 500)."""
+
+    def __init__(self, url_map: Map, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("max", 2**31 - 1)
+        super().__init__(url_map, *args, **kwargs)
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
@@ -35,6 +44,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies,  # type: ignore[method-assign]
                                 x_host=proxies)
     register_extensions(app)
+    app.url_map.converters["int"] = RowId
     register_blueprints(app)
     register_errorhandlers(app)
     return app

@@ -98,9 +98,9 @@ def compact_notebook(text: str) -> str:
                        "nbformat_minor": nb.get("nbformat_minor", 5), "metadata": {}})
 
 
-def find_assignment(slug: str | None) -> Assignment:
-    """The active assignment with this slug, or SubmissionError 404."""
-    if not slug:
+def find_assignment(slug: object) -> Assignment:
+    """The active assignment with this slug, or SubmissionError 404 (400 for no slug)."""
+    if not isinstance(slug, str) or not slug:
         raise SubmissionError("no_assignment", "say which assignment (e.g. assignment="
                               "micrograd)", 400)
     assignment = db.session.scalar(select(Assignment).where(Assignment.slug == slug))

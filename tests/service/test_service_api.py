@@ -79,6 +79,9 @@ def test_submit_multipart_and_json_then_read_back(app, client, users) -> None:
     ({"json": {"assignment": "micrograd", "source": "x" * 300_000}}, 413, "too_large"),
     ({"json": {"assignment": "nope", "source": "class Value: pass"}}, 404, "no_assignment"),
     ({"json": {"source": "class Value: pass"}}, 400, "no_assignment"),
+    ({"json": {"assignment": ["micrograd"], "source": "class Value: pass"}}, 400,
+     "no_assignment"),
+    ({"json": {"assignment": 7, "source": "class Value: pass"}}, 400, "no_assignment"),
     ({"json": {"assignment": "micrograd", "source": "x", "filename": "a.sh"}}, 415,
      "wrong_type"),
     ({"json": {"assignment": "micrograd"}}, 400, "bad_request"),
@@ -118,7 +121,8 @@ def test_others_submissions_are_404_but_instructors_see_all(client, users) -> No
     alice, bob, prof = users.create(), users.create(), users.create(role="instructor")
     sid = client.post("/api/v1/submissions", headers=alice.auth, json={
         "assignment": "micrograd", "source": SOURCES["correct"]}).get_json()["id"]
-    for url in (f"/api/v1/submissions/{sid}", "/api/v1/submissions/999999"):
+    for url in (f"/api/v1/submissions/{sid}", "/api/v1/submissions/999999",
+                "/api/v1/submissions/99999999999999999999"):  # beyond any row id
         response = client.get(url, headers=bob.auth)
         assert response.status_code == 404
         assert response.get_json()["error"]["code"] == "not_found"

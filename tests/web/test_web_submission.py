@@ -183,7 +183,7 @@ def test_another_students_submission_is_404_everywhere(app: Flask, graded: dict,
     for url in (f"/submissions/{sid}", f"/submissions/{sid}/status",
                 f"/submissions/{sid}/results", f"/submissions/{sid}/diff/expression.svg",
                 f"/submissions/{sid}/source", "/submissions/999999",
-                "/submissions/999999/status"):
+                "/submissions/999999/status", "/submissions/99999999999999999999"):
         response = other.get(url)
         assert response.status_code == 404, url
         assert "value.py" not in response.get_data(as_text=True)
