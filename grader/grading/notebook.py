@@ -49,7 +49,7 @@ def extract(raw: str) -> Extracted:
     try:
         nb = json.loads(raw)
         cells = nb["cells"]
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:  # deep [[[...]]] too
         raise NotebookError(f"not a Jupyter notebook: {exc}") from exc
     if not isinstance(cells, list):
         raise NotebookError("not a Jupyter notebook: 'cells' is not a list")

@@ -62,7 +62,7 @@ def test_a_cell_that_does_not_parse_is_skipped_with_a_warning() -> None:
 
 
 @pytest.mark.parametrize("raw", ["not json", "[]", json.dumps({"cells": "nope"}),
-                                 json.dumps({"nbformat": 4})])
+                                 json.dumps({"nbformat": 4}), "[" * 100_000 + "]" * 100_000])
 def test_a_file_that_is_not_a_notebook_is_refused(raw: str) -> None:
     with pytest.raises(notebook.NotebookError):
         notebook.extract(raw)
