@@ -87,7 +87,7 @@ def grade(source: str | bytes, exercises: Sequence[str] | None = None, seed: int
     start = time.monotonic()
     limits = limits or Limits()
     seed = new_seed() if seed is None else seed
-    names = list(exercises) if exercises else list(EXERCISES)
+    names = list(dict.fromkeys(exercises)) if exercises else list(EXERCISES)  # each once
     unknown = [n for n in names if n not in EXERCISES]
     if unknown:
         raise ValueError(f"unknown exercise(s): {', '.join(unknown)}")

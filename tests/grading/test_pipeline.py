@@ -164,6 +164,13 @@ def test_unknown_exercises_are_refused() -> None:
         grade("class Value: pass", ["expression", "nope"])
 
 
+def test_an_exercise_named_twice_is_graded_and_counted_once(read_fixture) -> None:
+    report = grade(read_fixture("good/lecture.py"), ["neuron", "expression", "neuron"],
+                   seed=3, k=0)
+    assert [e.name for e in report.exercises] == ["neuron", "expression"]
+    assert (report.score, report.max_score) == (4.0, 4.0)
+
+
 def test_assignment_points_and_feedback_only_exercises(read_fixture) -> None:
     source = read_fixture("good/lecture.py")
     report = grade(source, ["expression", "neuron"], seed=3, k=0,
