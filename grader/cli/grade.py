@@ -41,7 +41,7 @@ def grade_command(file: Path, as_json: bool, exercises: tuple[str, ...], seed: i
     if as_json:
         click.echo(report.to_json())
     else:
-        click.echo(render_table(report))
+        click.echo(terminal_safe(render_table(report)))
     sys.exit(0 if report.passed else 1)
 
 
@@ -49,6 +49,12 @@ def write_out(report: Report, out: Path) -> None:
     """Write report.json, one NAME.svg diff per exercise and index.html into `out`."""
     outdir.write(report, out)
     click.echo(f"wrote {out / 'index.html'}", err=True)
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with control characters (a submission's escape sequences) shown, not obeyed."""
+    return "".join(ch if ch.isprintable() or ch == "\n" else
+                   ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def render_table(report: Report) -> str:

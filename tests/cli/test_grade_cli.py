@@ -166,6 +166,19 @@ def test_without_json_a_readable_table(sub: Path) -> None:
         "`math.tanh` does not): accepted (the graded inputs are small)"]
 
 
+def test_the_table_shows_a_submissions_escape_sequences_as_text(sub: Path,
+                                                                tmp_path: Path) -> None:
+    """An exception message could clear the screen or paint a fake verdict."""
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text((sub / "good/lecture.py").read_text().replace(
+        "        build_topo(self)\n",
+        "        raise ValueError('\\x1b[2J\\x1b[32mALL PASSED\\x1b[0m\\r')\n"))
+    done = micrograde("grade", sneaky, "--exercise", "expression")
+    assert done.returncode == 1
+    assert "\x1b" not in done.stdout and "\r" not in done.stdout
+    assert "ValueError: \\x1b[2J\\x1b[32mALL PASSED\\x1b[0m\\r" in done.stdout
+
+
 def test_an_invalid_file_reads_as_not_graded(sub: Path) -> None:
     done = micrograde("grade", sub / "invalid/no_value_class.py")
     assert done.returncode == 1
