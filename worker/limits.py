@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import logging
+import math
 import os
 import resource
 import signal
@@ -42,13 +43,24 @@ class Limits:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], prefix: str = "") -> Limits:
-        """Limits with any field overridden by `values[prefix + FIELD_UPPER]`."""
+        """Limits with any field overridden by `values[prefix + FIELD_UPPER]`; a value that
+        is not a positive number of the field's type is a ValueError naming the setting."""
         changes: dict[str, object] = {}
+        default = cls()
         for f in fields(cls):
             key = prefix + f.name.upper()
             if key in values and values[key] not in (None, ""):
-                changes[f.name] = type(getattr(cls(), f.name))(values[key])  # type: ignore[call-arg]
-        return replace(cls(), **changes)
+                kind = type(getattr(default, f.name))
+                try:
+                    value = kind(values[key])
+                except (TypeError, ValueError):
+                    value = None
+                if value is None or not (value > 0 and math.isfinite(value)):
+                    raise ValueError(f"{key} must be a positive "
+                                     f"{'whole number' if kind is int else 'number'}, "
+                                     f"not {values[key]!r}")
+                changes[f.name] = value
+        return replace(default, **changes)
 
     @classmethod
     def from_env(cls) -> Limits:

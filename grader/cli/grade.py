@@ -31,10 +31,20 @@ def grade_command(file: Path, as_json: bool, exercises: tuple[str, ...], seed: i
 
     Exit status: 0 when every exercise passed, 1 otherwise, 2 on a usage error.
     """
+    try:
+        limits = Limits.from_env()
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    if out is not None:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise click.BadParameter(f"cannot write there: {exc}", param_hint="'--out'") \
+                from exc
     weak = bwrap_path() is None
     if weak:
         click.secho(f"WARNING: {WEAK_WARNING}", fg="red", bold=True, err=True)
-    report = grade(file.read_bytes(), exercises or None, seed, Limits.from_env(),
+    report = grade(file.read_bytes(), exercises or None, seed, limits,
                    filename=file.name, k=k, weak=weak)
     if out is not None:
         write_out(report, out)

@@ -4,6 +4,7 @@ document of SPEC §5, repeatable --exercise, reproducible --seed, notebooks, the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +108,20 @@ def test_usage_errors_exit_2(args: tuple[str, ...], sub: Path) -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert "Usage:" in done.stderr or "Error" in done.stderr
+
+
+def test_an_unusable_out_folder_or_limit_is_a_usage_error_before_grading(
+        sub: Path, tmp_path: Path) -> None:
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    done = micrograde("grade", sub / "good/lecture.py", "--out", a_file / "sub")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "Invalid value for '--out'" in done.stderr
+    done = subprocess.run([MICROGRADE, "grade", str(sub / "good/lecture.py")],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MICROGRADE_LIMIT_CPU_S": "2.5"})
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "MICROGRADE_LIMIT_CPU_S must be a positive whole number, not '2.5'" in done.stderr
 
 
 def test_exercise_is_repeatable_and_keeps_the_order_given(sub: Path) -> None:
