@@ -1,25 +1,33 @@
 """`micrograde demo`: an instructor, a class of students and their graded submissions.
 
-Every distinct source (a correct lecture-style `Value`, one variant per diagnosed bug
-class, a few hostile ones) is graded ONCE by the real pipeline in the sandbox, diffs
-included; each demo submission of that source stores that report (same source, same seed,
-same result). Submission times are spread over the week before the assignment's deadline
-(or before now when it has none), with some late ones when the manifest has a late window.
+Every distinct source (`grader.demo_sources`: a correct lecture-style `Value`, one variant
+per diagnosed bug class, a few hostile ones) is graded ONCE by the real pipeline in the
+sandbox, diffs included; each demo submission of that source stores that report (same
+source, same seed, same result). Submission times are spread over the week before an
+assignment's deadline (or before now when it has none), some late ones inside a late window.
+
+The shipped manifest has no deadline, so the demo also writes its own manifest into the
+instance folder: the configured assignments plus `demo-late`, a copy of the first one whose
+deadline passed a day ago (late window open, a penalty, a hidden exercise), and seeds
+that too, with two extensions, so the dashboards show late work.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import random
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from flask import current_app
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
+from grader.demo_sources import BUGS, HOSTILE, VARIANTS, variant_source
 from grader.extensions import db
 from grader.grading.pipeline import grade
 from grader.grading.report import Report
@@ -27,161 +35,19 @@ from grader.models import Assignment, Extension, Submission, User, utcnow
 
 log = logging.getLogger(__name__)
 
+__all__ = ["BUGS", "HOSTILE", "VARIANTS", "variant_source"]  # re-exported for callers
+
 DOMAIN = "demo.example.org"
 INSTRUCTOR = f"instructor@{DOMAIN}"
 PASSWORD = "micrograde-demo"
+LATE_SLUG = "demo-late"
+MANIFEST_NAME = "demo-assignments.toml"
+LATE_PENALTY = 0.25
 NAMES = ("Ada Okafor", "Ben Carter", "Chen Wei", "Dana Levi", "Emil Novak", "Fatima Zahra",
          "Goran Petrov", "Hana Sato", "Ivan Petrenko", "Julia Costa", "Kwame Mensah",
          "Lena Fischer", "Mateo Rossi", "Nadia Haddad", "Omar Farouk", "Priya Nair",
          "Quinn Murphy", "Rosa Ortiz", "Sven Lindqvist", "Tariq Aziz", "Uma Iyer",
          "Victor Silva", "Wen Li", "Yara Nasser")
-
-BASE = '''import math
-
-
-class Value:
-    def __init__(self, data, _children=(), _op=""):
-        self.data = data
-        self.grad = 0.0
-        self._backward = lambda: None
-        self._prev = set(_children)
-        self._op = _op
-
-    def __add__(self, other):
-        other = other if isinstance(other, Value) else Value(other)
-        out = Value(self.data + other.data, (self, other), "+")
-
-        def _backward():
-            self.grad += out.grad
-            other.grad += out.grad
-        out._backward = _backward
-        return out
-
-    def __mul__(self, other):
-        other = other if isinstance(other, Value) else Value(other)
-        out = Value(self.data * other.data, (self, other), "*")
-
-        def _backward():
-            self.grad += other.data * out.grad
-            other.grad += self.data * out.grad
-        out._backward = _backward
-        return out
-
-    def __pow__(self, k):
-        out = Value(self.data ** k, (self,), f"**{k}")
-
-        def _backward():
-            self.grad += k * self.data ** (k - 1) * out.grad
-        out._backward = _backward
-        return out
-
-    def __radd__(self, other):
-        return self + other
-
-    def __rmul__(self, other):
-        return self * other
-
-    def __neg__(self):
-        return self * -1
-
-    def __sub__(self, other):
-        return self + (-other)
-
-    def __rsub__(self, other):
-        return other + (-self)
-
-    def __truediv__(self, other):
-        return self * other ** -1
-
-    def __rtruediv__(self, other):
-        return other * self ** -1
-
-    def tanh(self):
-        x = self.data
-        t = (math.exp(2 * x) - 1) / (math.exp(2 * x) + 1)
-        out = Value(t, (self,), "tanh")
-
-        def _backward():
-            self.grad += (1 - t ** 2) * out.grad
-        out._backward = _backward
-        return out
-
-    def exp(self):
-        out = Value(math.exp(self.data), (self,), "exp")
-
-        def _backward():
-            self.grad += out.data * out.grad
-        out._backward = _backward
-        return out
-
-    def relu(self):
-        out = Value(max(0.0, self.data), (self,), "relu")
-
-        def _backward():
-            self.grad += (out.data > 0) * out.grad
-        out._backward = _backward
-        return out
-
-    def backward(self):
-        topo, seen = [], set()
-
-        def build(v):
-            if v not in seen:
-                seen.add(v)
-                for child in v._prev:
-                    build(child)
-                topo.append(v)
-        build(self)
-        self.grad = 1.0
-        for v in reversed(topo):
-            v._backward()
-'''
-COERCE = "        other = other if isinstance(other, Value) else Value(other)\n"
-BFS = '''    def backward(self):
-        self.grad = 1.0
-        queue = [self]
-        while queue:
-            v = queue.pop(0)
-            v._backward()
-            queue.extend(v._prev)
-'''
-#: variant -> replacements applied to BASE (each must match)
-VARIANTS: dict[str, list[tuple[str, str]]] = {
-    "correct": [],
-    "overwrite": [("self.grad += out.grad\n            other.grad += out.grad",
-                   "self.grad = out.grad\n            other.grad = out.grad")],
-    "mul_backward": [("self.grad += other.data * out.grad", "self.grad += self.data * out.grad")],
-    "tanh_backward": [("(1 - t ** 2)", "(1 - x ** 2)")],
-    "tanh_forward": [("(math.exp(2 * x) - 1) / (math.exp(2 * x) + 1)",
-                      "(math.exp(x) - 1) / (math.exp(x) + 1)")],
-    "pow_backward": [("k * self.data ** (k - 1)", "self.data ** (k - 1)")],
-    "rsub_sign": [("return other + (-self)", "return self + (-other)")],
-    "no_radd": [("    def __radd__(self, other):\n        return self + other\n\n", "")],
-    "no_coercion": [(COERCE, ""), (COERCE, "")],
-    "unseeded": [("        self.grad = 1.0\n        for v", "        for v")],
-    "topo_bfs": [(BASE[BASE.index("    def backward(self):"):], BFS)],
-    "radd_recursion": [("def __radd__(self, other):\n        return self + other",
-                        "def __radd__(self, other):\n        return other + self")],
-    "hostile_exit": [("        topo, seen = [], set()", "        import os\n        os._exit(3)")],
-    "hostile_memory": [("        topo, seen = [], set()",
-                        "        hog = [bytearray(1 << 20) for _ in range(4096)]\n"
-                        "        topo, seen = [], set()")],
-    "syntax_error": [("def tanh(self):", "def tanh(self)")],
-    "import_crash": [("import math\n", "import math\nraise SystemExit('training run')\n")],
-}
-BUGS = [v for v in VARIANTS if v not in ("correct", "hostile_exit", "hostile_memory",
-                                          "syntax_error", "import_crash")]
-HOSTILE = ["hostile_exit", "hostile_memory", "syntax_error", "import_crash"]
-
-
-def variant_source(name: str) -> str:
-    """The demo source of a variant."""
-    text = BASE
-    for old, new in VARIANTS[name]:
-        if old not in text:
-            raise ValueError(f"demo variant {name}: {old[:40]!r} not found")
-        text = text.replace(old, new, 1)
-    return f'"""A micrograd Value ({name.replace("_", " ")})."""\n' + text
 
 
 class Graded(NamedTuple):
@@ -248,9 +114,55 @@ def _times(rng: random.Random, n: int, anchor: datetime, late_until: datetime | 
     # most students submit close to the deadline: squeeze towards it
     out = [anchor - (anchor - x) * rng.uniform(0.25, 1.0) if x < anchor else x for x in out]
     out.sort()
-    if late_until is not None and rng.random() < 0.15:
+    if late_until is not None and rng.random() < 0.2:
         out[-1] = anchor + (late_until - anchor) * rng.uniform(0.05, 0.8)
     return [min(x, utcnow() - timedelta(minutes=5)) for x in out]
+
+
+def _toml_when(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def manifest_text(configured: str, now: datetime) -> str:
+    """The configured manifest plus `demo-late` (unless it already declares that slug)."""
+    from exercises import manifest
+
+    specs = manifest.parse(configured)
+    if any(s.slug == LATE_SLUG for s in specs):
+        return configured
+    base = specs[0]
+    deadline = (now - timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
+    graded = [n for n in base.exercises if n not in base.feedback_only]
+    lines = [
+        "", "", "# Added by `micrograde demo`: a copy of the first assignment whose deadline",
+        "# has passed, so the demo shows late submissions, a penalty and extensions.",
+        "[[assignment]]", f"slug = {json.dumps(LATE_SLUG)}",
+        f"title = {json.dumps(base.title + ' (demo: deadline passed)')}",
+        f"description = {json.dumps(base.description)}",
+        f"exercises = {json.dumps(list(base.exercises))}",
+        f"feedback_only = {json.dumps(list(base.feedback_only))}",
+        f"hidden = {json.dumps(graded[-1:])}",
+        f"deadline = {_toml_when(deadline)}",
+        f"late_until = {_toml_when(deadline + timedelta(days=3))}",
+        f"late_penalty = {LATE_PENALTY}", "", "[assignment.points]"]
+    lines += [f"{json.dumps(n)} = {p}" for n, p in base.points.items()]
+    text = configured.rstrip("\n") + "\n".join(lines) + "\n"
+    manifest.parse(text)  # still a valid manifest
+    return text
+
+
+def install_manifest(path: Path, renew: bool = False) -> Path:
+    """Write the demo manifest to `path` (an existing one is kept unless `renew`), built
+    from the configured manifest, and load it into the database."""
+    from exercises import manifest
+    from grader.submissions import sync_manifest
+
+    if renew or not path.exists():
+        configured = Path(current_app.config["MANIFEST"]).read_text(encoding="utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(manifest_text(configured, utcnow()), encoding="utf-8")
+    sync_manifest(manifest.load(path))
+    return path
 
 
 def remove_demo() -> int:
@@ -262,6 +174,25 @@ def remove_demo() -> int:
         db.session.execute(delete(User).where(User.id.in_(ids)))
         db.session.commit()
     return len(ids)
+
+
+def seeded(password: str = PASSWORD) -> dict[str, Any] | None:
+    """The demo already in this database (accounts, counts), else None.
+
+    `password` is reported only when it is the instructor's real one.
+    """
+    teacher = db.session.scalar(select(User).where(User.email == INSTRUCTOR))
+    if teacher is None:
+        return None
+    students = list(db.session.scalars(select(User.email).where(
+        User.email.like(f"%@{DOMAIN}"), User.role == "student").order_by(User.email)))
+    made = db.session.scalar(select(func.count()).select_from(Submission).join(User)
+                             .where(User.email.like(f"%@{DOMAIN}")))
+    slugs = list(db.session.scalars(select(Assignment.slug).where(Assignment.active)
+                                    .order_by(Assignment.id)))
+    return {"instructor": INSTRUCTOR, "students": students, "submissions": made,
+            "password": password if teacher.check_password(password) else None,
+            "assignments": slugs}
 
 
 def seed(students: int = 24, password: str = PASSWORD, rng_seed: int = 2027) -> dict:
@@ -279,12 +210,17 @@ def seed(students: int = 24, password: str = PASSWORD, rng_seed: int = 2027) -> 
     db.session.add_all(users)
     db.session.commit()
     users = users[1:]
-    assignments = list(db.session.scalars(select(Assignment).where(Assignment.active)))
+    assignments = list(db.session.scalars(select(Assignment).where(Assignment.active)
+                                          .order_by(Assignment.id)))
     made = 0
+    reports: dict[tuple, dict[str, Graded]] = {}   # assignments grading alike share reports
     for a in assignments:
         plan = dict(zip((u.id for u in users), stories(len(users), rng), strict=True))
         needed = {v for s in plan.values() for v in s}
-        graded = grade_variants(a, needed)
+        alike = (tuple(a.exercises), json.dumps(a.points, sort_keys=True),
+                 tuple(a.feedback_only or ()))
+        known = reports.setdefault(alike, {})
+        known.update(grade_variants(a, needed - set(known)))
         anchor = a.deadline or utcnow()
         if a.deadline is not None:
             for u in rng.sample(users, k=min(2, len(users))):
@@ -294,7 +230,7 @@ def seed(students: int = 24, password: str = PASSWORD, rng_seed: int = 2027) -> 
         for u in users:
             for variant, t in zip(plan[u.id], _times(rng, len(plan[u.id]), anchor,
                                                      a.late_until), strict=True):
-                g = graded[variant]
+                g = known[variant]
                 src = variant_source(variant)
                 sub = Submission(user_id=u.id, assignment_id=a.id, filename="value.py",
                                  source=src, size=len(src.encode()), seed=g.report.seed,
@@ -314,4 +250,3 @@ def seed(students: int = 24, password: str = PASSWORD, rng_seed: int = 2027) -> 
     return {"instructor": INSTRUCTOR, "students": [u.email for u in users],
             "password": password, "submissions": made,
             "assignments": [a.slug for a in assignments]}
-

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import textwrap
 from pathlib import Path
 
 import click
@@ -75,42 +76,70 @@ def gradescope_cmd(submission_dir: Path, results: Path, assignment: str,
 @click.option("--students", default=24, show_default=True, type=click.IntRange(1, 500))
 @click.option("--password", default=None, help="Password of every demo account.")
 @click.option("--reset", is_flag=True, help="Remove an earlier demo's users and data first.")
+@click.option("--url", default="http://127.0.0.1:5000", show_default=True,
+              help="Where the site is reached, for the sign-in instructions.")
 @click.option("--json", "as_json", is_flag=True, help="Print the accounts as JSON.")
-def demo_cmd(students: int, password: str | None, reset: bool, as_json: bool) -> None:
-    """Seed an instructor and a class with graded submissions, then say how to sign in."""
-    from sqlalchemy import select
+def demo_cmd(students: int, password: str | None, reset: bool, url: str,
+             as_json: bool) -> None:
+    """Seed an instructor and a class with graded submissions, then say how to sign in.
 
+    Run again, it seeds nothing and repeats how to sign in; --reset seeds afresh.
+    """
     from grader import create_app, demo
     from grader.cli.service import ensure_schema
-    from grader.extensions import db
-    from grader.models import User
 
     app = create_app()
     ensure_schema(app)
+    instance = Path(app.config["INSTANCE_PATH"])
+    path = instance / demo.MANIFEST_NAME
     with app.app_context():
         if reset:
             demo.remove_demo()
-        elif db.session.scalar(select(User).where(User.email == demo.INSTRUCTOR)):
-            raise click.ClickException("the demo is already seeded in this database; run "
-                                       "`micrograde demo --reset` to seed it again")
-        click.echo("micrograde demo: grading the class's submissions in the sandbox...",
-                   err=True)
-        info = demo.seed(students, password or demo.PASSWORD)
+        demo.install_manifest(path, renew=reset)
+        info = demo.seeded(password or demo.PASSWORD)
+        fresh = info is None
+        if info is None:
+            click.echo("micrograde demo: grading the class's submissions in the sandbox...",
+                       err=True)
+            info = demo.seed(students, password or demo.PASSWORD)
     if as_json:
-        click.echo(json.dumps(info, indent=2))
+        click.echo(json.dumps({**info, "manifest": str(path), "fresh": fresh}, indent=2))
         return
-    first = info["assignments"][0] if info["assignments"] else "micrograd"
-    click.echo(f"""
-Seeded {len(info['students'])} students and {info['submissions']} graded submissions on
-{', '.join(info['assignments']) or 'no assignment'} in {app.config['INSTANCE_PATH']}.
-
-  1. micrograde serve
-  2. open http://127.0.0.1:5000/login and sign in as
-       instructor: {info['instructor']}   password: {info['password']}
-       a student:  {info['students'][0]}   password: {info['password']}
-  3. the dashboard is at http://127.0.0.1:5000/instructor/{first}/
-""".rstrip())
+    click.echo(_demo_instructions(info, fresh, path, instance, url.rstrip("/"),
+                                  app.config["DATABASE_URL"].startswith("sqlite")))
     sys.stdout.flush()
+
+
+def _demo_instructions(info: dict, fresh: bool, manifest: Path, instance: Path, url: str,
+                       local: bool) -> str:
+    """What `micrograde demo` prints: what it made, and how to sign in."""
+    from grader import demo
+
+    password = info["password"] or "(the one given when the demo was seeded)"
+    student = info["students"][0] if info["students"] else "(none)"
+    head = (f"Seeded {len(info['students'])} students and {info['submissions']} graded "
+            f"submissions in {instance}." if fresh else
+            f"The demo is already seeded in {instance} ({len(info['students'])} students, "
+            f"{info['submissions']} submissions); `micrograde demo --reset` seeds it afresh.")
+    late = textwrap.fill(
+        f"`{demo.LATE_SLUG}` copies the first assignment with a deadline that has passed "
+        f"(late window open, {demo.LATE_PENALTY:.0%} penalty, two extensions), so its "
+        f"dashboard shows late work. It is declared in the demo manifest {manifest}.", 88,
+        break_on_hyphens=False, break_long_words=False)
+    steps = []
+    if local:
+        steps.append(f"MICROGRADE_MANIFEST={manifest} micrograde serve\n"
+                     f"     (plain `micrograde serve` loads the configured manifest and "
+                     f"retires `{demo.LATE_SLUG}`)")
+    steps.append(f"open {url}/login and sign in as\n"
+                 f"       instructor: {info['instructor']}   password: {password}\n"
+                 f"       a student:  {student}   password: {password}")
+    steps.append(f"the dashboards are at {url}/instructor/ "
+                 f"({', '.join(info['assignments']) or 'no assignment'})")
+    body = "\n".join(f"  {i}. {step}" for i, step in enumerate(steps, 1))
+    tail = ("" if local else f"\n\n`{demo.LATE_SLUG}` stays until the next `micrograde "
+            "migrate` (which `docker compose up` runs) retires it.")
+    return f"\n{head}\n\n{late}\n\n{body}{tail}"
 
 
 COMMANDS = (export_cmd, gradescope_cmd, demo_cmd)

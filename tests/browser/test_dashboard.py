@@ -70,6 +70,13 @@ def test_dashboard_renders_its_charts(site: str, page: Any, errors: list[str],
     assert mistakes and all("%" in m for m in mistakes)
     assert page.locator("#queue [data-health=queue_depth]").inner_text() == "0"
     screenshot("instructor_dashboard")
+    page.goto(f"{site}/instructor/{demo.LATE_SLUG}/")     # deadline passed, late window open
+    timeline = page.locator("svg#chart-timeline")
+    timeline.scroll_into_view_if_needed()
+    assert timeline.locator("rect.bar.late").count() > 0
+    assert timeline.locator("line.mark").count() == 2     # deadline, end of the late window
+    assert page.locator("#extensions tbody tr").count() == 2
+    screenshot("instructor_dashboard_late_work")
     assert errors == []
 
 
