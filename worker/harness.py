@@ -166,7 +166,8 @@ def short_traceback(exc: BaseException, limit: int = 4) -> str:
 
     lines = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-limit)
     text = "".join(lines)
-    for prefix in ("/box/", os.path.dirname(os.path.abspath(__file__)) + os.sep):
+    for prefix in ("/box/", os.path.dirname(os.path.abspath(__file__)) + os.sep,
+                   os.path.dirname(os.__file__) + os.sep):  # the stdlib: json/decoder.py
         text = text.replace(prefix, "")
     return text[-4000:]
 
@@ -351,13 +352,17 @@ def find_value_class(module: types.ModuleType) -> tuple[type | None, list[str]]:
     return None, lookalikes[:5]
 
 
-def load_submission(path: str) -> types.ModuleType:
-    """Execute the submission file as module `submission` (its __main__ block not run)."""
+def compile_submission(path: str) -> types.CodeType:
+    """The submission's code object; a SyntaxError here is the file's own."""
+    with open(path, encoding="utf-8") as fh:
+        return compile(fh.read(), os.path.basename(path), "exec")
+
+
+def load_submission(code: types.CodeType, path: str) -> types.ModuleType:
+    """Execute the submission as module `submission` (its __main__ block not run)."""
     module = types.ModuleType(SUBMISSION_MODULE)
     module.__file__ = os.path.basename(path)
     sys.modules[SUBMISSION_MODULE] = module
-    with open(path, encoding="utf-8") as fh:
-        code = compile(fh.read(), os.path.basename(path), "exec")
     exec(code, module.__dict__)  # noqa: S102 - the whole point, inside the sandbox
     return module
 
@@ -367,12 +372,14 @@ def run_job(job: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None
     sys.setrecursionlimit(10_000)
     install_stubs()
     try:
-        module = load_submission(job["submission"])
+        code = compile_submission(job["submission"])
     except SyntaxError as exc:
         send({"event": "invalid", "kind": "syntax_error", "line": exc.lineno,
               "message": f"SyntaxError: {exc.msg} (line {exc.lineno})"})
         return
-    except BaseException as exc:  # noqa: BLE001 - SystemExit and friends too
+    try:
+        module = load_submission(code, job["submission"])
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, and a SyntaxError from eval()
         send({"event": "invalid", "kind": "import_error", **describe_error(exc)})
         return
     V, lookalikes = find_value_class(module)

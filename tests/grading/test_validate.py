@@ -3,6 +3,7 @@ real file, through `validate.check` and through the whole `grade()` pipeline."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,14 @@ def test_syntax_error_reports_its_line(invalid_dir: Path) -> None:
     assert "line 12" in error["message"]
 
 
+def test_a_syntax_error_raised_while_importing_is_an_import_error() -> None:
+    """eval() of bad text at import is the file's runtime error, not its syntax (line 1)."""
+    error = graded_invalid('import json\neval("1 +")\nclass Value:\n    pass\n',
+                           "import_error")
+    assert "SyntaxError" in error["message"] and "line" not in error
+    assert 'File "submission.py", line 2' in error["traceback"]
+
+
 def test_a_byte_order_mark_is_not_a_syntax_error(read_fixture) -> None:
     checked = validate.check(b"\xef\xbb\xbf" + read_fixture("good/lecture.py").encode(),
                              "value.py", Limits())
@@ -78,6 +87,14 @@ def test_demo_code_breaking_on_a_stub_is_an_import_error_with_advice(read_fixtur
     error = graded_invalid(read_fixture("invalid/plt_subplots_at_import.py"), "import_error")
     assert "not enough values to unpack" in error["message"]
     assert 'if __name__ == "__main__":' in error["message"]
+
+
+def test_tracebacks_name_library_files_without_the_hosts_paths() -> None:
+    error = graded_invalid('import json\njson.loads("{")\nclass Value:\n    pass\n',
+                           "import_error")
+    assert 'File "json/decoder.py"' in error["traceback"]
+    stdlib = os.path.dirname(os.path.realpath(os.__file__))
+    assert stdlib not in error["traceback"] and "/box/" not in error["traceback"]
     assert 'File "submission.py", line' in error["traceback"]
     assert "/box/" not in error["traceback"]  # sandbox paths shortened
 
