@@ -74,6 +74,18 @@ def _text(x: float, y: float, s: str, anchor: str = "middle", fill: str = INK,
             f"{escape(s)}</text>")
 
 
+def _edge_text(x: float, y: float, s: str, width: float, fill: str = INK,
+               extra: str = "", char_px: float = 7.5) -> str:
+    """A label centred on x, or ending (starting) there when centring would cross the
+    chart's right (left) edge; `char_px` is a generous width of one character."""
+    half = len(s) * char_px / 2
+    if x + half > width - 4:
+        return _text(min(x, width - 4), y, s, "end", fill, extra)
+    if x - half < 4:
+        return _text(max(x, 4), y, s, "start", fill, extra)
+    return _text(x, y, s, "middle", fill, extra)
+
+
 def _y_axis(left: float, top: float, bottom: float, right: float, ticks: list[float],
             label: str) -> list[str]:
     """Horizontal grid lines with tick labels, and the rotated axis title."""
@@ -205,8 +217,8 @@ def time_series(buckets: Sequence[Bucket], width_td: timedelta, title: str,
             body.append(f'<line class="mark" x1="{x:.1f}" x2="{x:.1f}" y1="{top - 6:.1f}" '
                         f'y2="{bottom:.1f}" stroke="{RED}" stroke-width="2" '
                         'stroke-dasharray="5 3"/>')
-            body.append(_text(x, top - 10 - 12 * (j % 2), label, "middle", RED,
-                              ' font-weight="600"'))
+            body.append(_edge_text(x, top - 10 - 12 * (j % 2), label, width, RED,
+                                   ' font-weight="600"'))
     body.append(f'<rect x="{right - 190:.1f}" y="{height - 22:.1f}" width="10" height="10" '
                 f'fill="{BLUE}"/>')
     body.append(_text(right - 176, height - 13, "on time", "start", MUTED))

@@ -88,3 +88,22 @@ def test_time_series_marks_the_deadline_and_stacks_late() -> None:
 def test_time_series_with_no_data_is_still_a_chart() -> None:
     root = parse(charts.time_series([], timedelta(hours=1), "Submissions"))
     assert "Submissions" in texts(root)
+
+
+def test_time_series_mark_labels_stay_inside_the_chart() -> None:
+    t0 = datetime(2027, 3, 1, tzinfo=UTC)
+    buckets = [Bucket(t0 + timedelta(hours=6 * i), 1, 0) for i in range(24)]
+    width = 880
+    root = parse(charts.time_series(buckets, timedelta(hours=6), "Submissions", width=width,
+                                    marks=(("opened", t0),
+                                           ("deadline", t0 + timedelta(days=3)),
+                                           ("late window ends", t0 + timedelta(days=6)))))
+    labels = {t.text: t for t in root.iter(f"{NS}text")
+              if t.text in ("opened", "deadline", "late window ends")}
+    assert labels["deadline"].get("text-anchor") == "middle"
+    for name, t in labels.items():       # the extent of each label, at 7.5 px a character
+        x, extent = float(t.get("x")), len(name) * 7.5
+        lo, hi = {"start": (x, x + extent), "end": (x - extent, x),
+                  "middle": (x - extent / 2, x + extent / 2)}[t.get("text-anchor")]
+        assert lo >= 0 and hi <= width, (name, t.get("text-anchor"), lo, hi)
+    assert labels["late window ends"].get("text-anchor") == "end"
