@@ -7,6 +7,7 @@ from typing import Any
 from exercises.base import Exercise
 from grader.grading.compare import (
     FORWARD_SHARE,
+    SEVERITY,
     Evaluation,
     RunOutcome,
     compare_run,
@@ -151,9 +152,7 @@ def graph_table(runs: list[RunOutcome], features: dict[str, Any]) -> list[dict[s
     for run in runs:
         row = rows.setdefault(run.graph, {"graph": run.graph, "verdict": "passed",
                                           "message": "forward and backward match"})
-        order = ("error", "memory_limit", "missing_feature", "wrong_forward",
-                 "wrong_gradient", "passed")
-        if order.index(run.verdict) < order.index(row["verdict"]):
+        if SEVERITY.index(run.verdict) < SEVERITY.index(row["verdict"]):
             row["verdict"] = run.verdict
             if run.missing:
                 row["message"] = missing_message(run.missing, features)
