@@ -137,3 +137,22 @@ def test_a_new_course_with_no_submissions(app, users) -> None:
     assert client.get("/instructor/micrograd/gradescope.json").get_json()["students"] == []
     progress = client.get("/instructor/micrograd/regrade/progress").get_json()
     assert progress["batch"] is None and progress["queue"]["queue_depth"] == 0
+
+
+def test_dashboard_policy_names_the_manifest_in_use(fresh_class_app: dict[str, Any],
+                                                    tmp_path: Any) -> None:
+    from grader.extensions import db
+    from grader.models import Assignment
+
+    app, client = fresh_class_app["app"], fresh_class_app["client"]
+    app.config["MANIFEST"] = str(tmp_path / "course.toml")
+    html = client.get("/instructor/micrograd/").get_data(as_text=True)
+    assert f'<code id="manifest-path">{tmp_path / "course.toml"}</code>; edit it' in html
+    with app.app_context():
+        a = db.session.get(Assignment, fresh_class_app["ids"]["assignment"])
+        a.active, a.deadline, a.late_until = False, None, None
+        db.session.commit()
+    html = client.get("/instructor/micrograd/").get_data(as_text=True)
+    assert "Retired: the manifest" in html and "students cannot submit" in html
+    policy = re.sub(r"\s+", " ", html[html.index('id="policy"'):html.index('id="extensions"')])
+    assert "<dt>Late window</dt><dd>none</dd>" in policy
