@@ -54,6 +54,7 @@ def extract(raw: str) -> Extracted:
     if not isinstance(cells, list):
         raise NotebookError("not a Jupyter notebook: 'cells' is not a list")
     kept: list[str] = []
+    future: list[str] = []  #: `from __future__` imports must open the file, from any cell
     warnings: list[str] = []
     value_cell = None
     code_index = 0
@@ -73,7 +74,10 @@ def extract(raw: str) -> Extracted:
             if not _keep(stmt):
                 continue
             start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
-            kept.append("\n".join(lines[start - 1: stmt.end_lineno]))
+            text = "\n".join(lines[start - 1: stmt.end_lineno])
+            is_future = isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
+            (future if is_future else kept).append(text)
             if isinstance(stmt, ast.ClassDef) and stmt.name == "Value":
                 value_cell = code_index
-    return Extracted(code="\n\n".join(kept) + "\n", value_cell=value_cell, warnings=warnings)
+    return Extracted(code="\n\n".join(future + kept) + "\n", value_cell=value_cell,
+                     warnings=warnings)

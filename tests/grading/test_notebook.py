@@ -44,6 +44,13 @@ def test_only_imports_definitions_and_literal_assignments_are_kept() -> None:
     compile(code, "value.py", "exec")
 
 
+def test_a_future_import_in_a_later_cell_still_opens_the_code() -> None:
+    got = notebook.extract(nb("import math\n",
+                              "from __future__ import annotations\nclass Value:\n    pass\n"))
+    assert got.code.startswith("from __future__ import annotations\n")
+    compile(got.code, "value.py", "exec")
+
+
 def test_magics_and_shell_escapes_are_dropped() -> None:
     got = notebook.extract(nb(
         "%matplotlib inline\n!pip install micrograd\n  %load_ext autoreload\nimport math\n",
