@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import or_, select
+from sqlalchemy import select
 
 from grader.extensions import db
 from grader.models import Assignment, Extension, Result, Submission, User
@@ -27,7 +27,7 @@ class Course:
 
     assignment: Assignment
     policy: Policy
-    users: dict[int, User]                 #: students, plus anyone who submitted
+    users: dict[int, User]                 #: the students (staff are not the class)
     subs: list[SubRow]
     results: list[ResultRow]
     extensions: dict[int, Extension]
@@ -74,12 +74,17 @@ class Course:
 
 
 def load_course(assignment: Assignment) -> Course:
-    """Read an assignment's users, submissions, results and extensions; grade every student."""
+    """Read an assignment's students, submissions, results and extensions; grade every student.
+
+    Staff trying the grader out are not the class: their submissions stay openable by id
+    but count in no statistic, table or export.
+    """
     subs = [SubRow(id=i, user_id=u, created_at=c, status=st, score=sc, max_score=mx)
             for i, u, c, st, sc, mx in db.session.execute(
                 select(Submission.id, Submission.user_id, Submission.created_at,
                        Submission.status, Submission.score, Submission.max_score)
-                .where(Submission.assignment_id == assignment.id)
+                .join(User, User.id == Submission.user_id)
+                .where(Submission.assignment_id == assignment.id, User.role == "student")
                 .order_by(Submission.created_at, Submission.id))]
     results = [ResultRow(submission_id=sid, name=n, verdict=v, cause=c, op=o, score=s or 0.0,
                          max_score=m or 0.0, feedback_only=bool(f))
@@ -88,10 +93,10 @@ def load_course(assignment: Assignment) -> Course:
                           Result.diagnosis_cause, Result.diagnosis_op, Result.score,
                           Result.max_score, Result.feedback_only)
                    .join(Submission, Submission.id == Result.submission_id)
-                   .where(Submission.assignment_id == assignment.id))]
-    submitters = {s.user_id for s in subs}
-    users = {u.id: u for u in db.session.scalars(select(User).where(or_(
-        User.role == "student", User.id.in_(submitters or {-1}))))}
+                   .join(User, User.id == Submission.user_id)
+                   .where(Submission.assignment_id == assignment.id,
+                          User.role == "student"))]
+    users = {u.id: u for u in db.session.scalars(select(User).where(User.role == "student"))}
     extensions = {e.user_id: e for e in db.session.scalars(
         select(Extension).where(Extension.assignment_id == assignment.id))}
     policy = Policy.of(assignment)

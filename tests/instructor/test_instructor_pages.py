@@ -156,3 +156,31 @@ def test_dashboard_policy_names_the_manifest_in_use(fresh_class_app: dict[str, A
     assert "Retired: the manifest" in html and "students cannot submit" in html
     policy = re.sub(r"\s+", " ", html[html.index('id="policy"'):html.index('id="extensions"')])
     assert "<dt>Late window</dt><dd>none</dd>" in policy
+
+
+def test_staff_submissions_are_not_the_class(fresh_class_app: dict[str, Any]) -> None:
+    """An instructor trying the grader out changes no statistic and no gradebook row."""
+    from sqlalchemy import select
+
+    from grader.extensions import db
+    from grader.models import Assignment, Submission
+
+    app, teacher = fresh_class_app["app"], fresh_class_app["instructor"]
+    with app.app_context():
+        a = db.session.scalar(select(Assignment).where(Assignment.slug == "micrograd"))
+        db.session.add(Submission(
+            user_id=teacher.id, assignment_id=a.id, filename="value.py",
+            source="class Value:\n    pass\n", size=23, sha256="1" * 64, seed=7,
+            status="graded", score=10.0, max_score=10.0, created_at=klass.D,
+            enqueued_at=klass.D, attempts=1, late=False, report=None))
+        db.session.commit()
+        staff_sub = db.session.scalar(select(Submission.id).where(
+            Submission.user_id == teacher.id))
+    client = fresh_class_app["client"]
+    data = client.get("/instructor/micrograd/stats.json").get_json()
+    assert (data["enrolled"], data["submitted"], data["submissions"]) == (6, 5, 8)
+    assert (data["full_marks"], data["mean"]) == (1, 6.25)
+    csv = client.get("/instructor/micrograd/export.csv").get_data(as_text=True)
+    assert "alice@class.example.org" in csv and "teacher@class.example.org" not in csv
+    # still openable by id from the instructor area
+    assert client.get(f"/instructor/submissions/{staff_sub}").status_code == 200
