@@ -71,11 +71,22 @@ class Client:
 
     def wait(self, submission_id: int | str, timeout: float = 600.0, interval: float = 1.0,
              on_status: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-        """Poll until the submission is graded, invalid or failed (or timeout)."""
+        """Poll until the submission is graded, invalid or failed (or timeout).
+
+        A server that is briefly unreachable or answers 5xx (restarting, say) is polled
+        again until the timeout; the submission is stored and keeps its place meanwhile.
+        """
         deadline = time.monotonic() + timeout
         last = None
         while True:
-            sub = self.submission(submission_id)
+            try:
+                sub = self.submission(submission_id)
+            except ApiError as exc:
+                if 0 < exc.status < 500 or time.monotonic() > deadline:
+                    raise
+                log.warning("polling submission %s: %s; retrying", submission_id, exc)
+                time.sleep(interval)
+                continue
             if on_status and sub.get("status") != last:
                 on_status(sub)
             last = sub.get("status")

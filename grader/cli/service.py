@@ -222,6 +222,7 @@ def submit(file: Path, server: str, token: str, assignment: str, wait: bool, as_
     from grader.api.client import ApiError, Client, summary
 
     client = Client(server, token)
+    made = None
     try:
         made = client.submit(file.name, file.read_bytes(), assignment)
         if not wait:
@@ -234,6 +235,8 @@ def submit(file: Path, server: str, token: str, assignment: str, wait: bool, as_
             lambda s: click.echo(f"  {s['status']}", err=True)))
     except ApiError as exc:
         click.echo(f"micrograde submit: {exc}", err=True)
+        if made is not None:  # stored and queued all the same
+            click.echo(f"submission {made['id']} is saved; see {made['url']}", err=True)
         sys.exit(2)
     click.echo(json.dumps(done, indent=2) if as_json else summary(done))
     report = done.get("report") or {}

@@ -192,3 +192,47 @@ def test_hidden_exercises_show_details_only_once_the_late_window_closed(make_app
         db.session.scalar(select(Assignment)).late_until = utcnow() - timedelta(seconds=1)
         db.session.commit()
     assert diamond(student)["nodes"]
+
+
+def test_client_wait_rides_out_a_server_restart(make_app, tmp_path) -> None:
+    import threading
+
+    from click.testing import CliRunner
+    from werkzeug.serving import make_server
+
+    from grader.api.client import Client
+    from grader.cli import cli
+    from tests.service.fixtures import Users, free_port
+    from worker import tasks
+
+    app = make_app(INSTANCES_K=1)
+    made, port = Users(app).create(), free_port()
+    first = make_server("127.0.0.1", port, app, threaded=True)
+    threading.Thread(target=first.serve_forever, daemon=True).start()
+    client = Client(f"http://127.0.0.1:{port}", made.token, timeout=5)
+    sid = client.submit("v.py", SOURCES["correct"].encode(), "micrograd")["id"]
+    # `submit --wait` that gives up still says where the stored submission is
+    path = tmp_path / "value.py"
+    path.write_text(SOURCES["correct"])
+    out = CliRunner().invoke(cli, ["submit", str(path), "--server", client.base, "--token",
+                                   made.token, "--wait", "--timeout", "0"])
+    assert out.exit_code == 2 and f"submission {sid + 1} is saved; see http" in out.stderr
+    first.shutdown()
+    first.server_close()  # the site is down: polls are refused from here on
+    with app.app_context():
+        tasks.run(sid, "t")
+    serving, restarted = threading.Event(), []
+
+    def come_back() -> None:  # a second later, as a restarted site would
+        serving.wait(1.0)
+        restarted.append(make_server("127.0.0.1", port, app, threaded=True))
+        serving.set()
+        restarted[0].serve_forever()
+
+    threading.Thread(target=come_back, daemon=True).start()
+    try:
+        assert client.wait(sid, timeout=60, interval=0.2)["status"] == "graded"
+    finally:
+        serving.wait()
+        restarted[0].shutdown()
+        restarted[0].server_close()
