@@ -34,7 +34,8 @@ def _clip(text: str, n: int) -> str:
     return text[: n - 40] + f"\n… ({len(text) - n + 40} more characters)"
 
 
-def exercise_output(ex: dict[str, Any], filename: str = "value.py") -> str:
+def exercise_output(ex: dict[str, Any], filename: str = "value.py",
+                    seed: int | None = None) -> str:
     """What a student reads under one test: verdict, message, diagnosis, hints, output."""
     parts = [VERDICT_WORDS.get(ex.get("verdict", ""), ex.get("verdict", "")) + "."]
     if ex.get("message"):
@@ -43,9 +44,10 @@ def exercise_output(ex: dict[str, Any], filename: str = "value.py") -> str:
     if isinstance(diagnosis, dict) and diagnosis.get("summary"):
         parts.append("Diagnosis: " + str(diagnosis["summary"]))
     parts += [f"Hint: {h}" for h in ex.get("hints") or []]
-    if ex.get("verdict") != "passed" and ex.get("instance_seed") is not None:
+    if ex.get("verdict") != "passed" and seed is not None:
         parts.append(f"Replay locally: micrograde grade {filename} --exercise {ex['name']} "
-                     f"--seed {ex['instance_seed']}")
+                     f"--seed {seed}")
+    parts += [f"Note: {w}" for w in ex.get("warnings") or []]
     if ex.get("traceback"):
         parts.append("Traceback:\n" + str(ex["traceback"]))
     for stream in ("stdout", "stderr"):
@@ -73,7 +75,7 @@ def results_json(report: dict[str, Any], *, hidden: Iterable[str] = (),
             "name": f"{ex.get('title') or ex['name']} ({ex['name']})", "number": str(i),
             "score": float(ex.get("score") or 0.0), "max_score": float(ex.get("max_score") or 0.0),
             "status": "passed" if ex.get("verdict") == "passed" else "failed",
-            "output": exercise_output(ex, filename), "tags": tags,
+            "output": exercise_output(ex, filename, report.get("seed")), "tags": tags,
             "visibility": "after_due_date" if ex["name"] in hidden else "visible"})
     total = float(report.get("score") or 0.0) if score is None else float(score)
     lines = [f"micrograde: {total:g} / {float(report.get('max_score') or 0.0):g} points"

@@ -54,7 +54,7 @@ def title(ev: Evaluation) -> str:
     """The diff's caption: exercise, graph and instance."""
     res = ev.result
     which = ("canonical instance" if not res.instance else
-             f"random instance {res.instance} (seed {res.instance_seed})")
+             f"random instance {res.instance}")
     done = ev.focus is not None and ev.focus.actual is not None
     return f"{ev.exercise.name}: {res.graph} · {which}" + (
         "" if done else " · expected values (your code did not finish this graph)")

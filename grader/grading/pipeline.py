@@ -66,7 +66,7 @@ def run_exercise(ex: Exercise, code: str, seed: int, k: int, limits: Limits,
     result = sandbox.run(sandbox_files(ex, code, job), "harness.py", ["job.json"], limits,
                          weak=weak)
     bad = next((m for m in result.messages if m.get("event") == "invalid"), None)
-    evaluation = evaluate(ex, result, expected_runs(ex, inputs), seeds, limits)
+    evaluation = evaluate(ex, result, expected_runs(ex, inputs), seeds, limits, seed)
     evaluation.result.stdout, evaluation.result.stderr = result.stdout, result.stderr
     evaluation.isolation = result.isolation  # type: ignore[attr-defined]
     if result.status == "import_timeout":

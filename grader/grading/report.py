@@ -42,7 +42,7 @@ class ExerciseResult:
     stderr: str = ""
     graph: str | None = None            #: the graph the nodes and diff show
     instance: int | None = None         #: 0 is canonical, 1.. the random ones
-    instance_seed: int | None = None    #: replay with --seed on the CLI
+    instance_seed: int | None = None    #: that instance's own seed (from the report's seed)
     diagnosis: dict[str, Any] | None = None
     table: list[dict[str, Any]] = field(default_factory=list)  #: per-graph rows (operators)
     params: list[dict[str, Any]] = field(default_factory=list)  #: per-parameter rows (mlp_step)

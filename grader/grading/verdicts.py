@@ -54,7 +54,7 @@ def _result(ex: Exercise, verdict: str, message: str, sb: SandboxResult) -> Exer
 
 
 def evaluate(ex: Exercise, sb: SandboxResult, expected: list[list[dict[str, Any]]],
-             seeds: list[int | None], limits: Any) -> Evaluation:
+             seeds: list[int | None], limits: Any, seed: int | None = None) -> Evaluation:
     """Decide the exercise's verdict from the sandbox's messages and the reference numbers."""
     result_msg = next((m for m in sb.messages if m.get("event") == "result"), None)
     codes: list[str] = []
@@ -116,7 +116,9 @@ def evaluate(ex: Exercise, sb: SandboxResult, expected: list[list[dict[str, Any]
         if verdict != "passed" and len(ex.graphs) > 1:
             res.message = f"{focus.graph}: {res.message}"
         if verdict != "passed" and focus.instance > 0:
-            res.message += f" (random instance {focus.instance}, seed {res.instance_seed})"
+            res.message += f" (random instance {focus.instance}"
+            res.message += (f"; --exercise {ex.name} --seed {seed} replays it)"
+                            if seed is not None else ")")
     if verdict == "passed":
         res.score = ex.points
     elif verdict == "wrong_gradient" and all(not r.data_wrong for r in runs):

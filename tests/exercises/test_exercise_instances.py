@@ -120,3 +120,16 @@ def test_hard_coded_canonical_answers_fail_on_random_instances(read_fixture) -> 
     assert ex.instance_seed == instances(EXERCISES["expression"], 11, 3)[ex.instance][0]
     assert "random instance" in ex.message
     assert report.score < report.max_score
+
+
+def test_the_replay_command_in_the_message_reproduces_the_failure(read_fixture) -> None:
+    """The message names `--exercise X --seed S`; grading again with them fails the same way."""
+    import re
+
+    source = read_fixture("hostile/hardcoded_canonical.py")
+    first = grade(source, ["expression", "neuron"], seed=11, k=3).exercises[0]
+    match = re.search(r"--exercise (\w+) --seed (\d+) replays it", first.message)
+    assert match, first.message
+    again = grade(source, [match[1]], seed=int(match[2]), k=3).exercises[0]
+    assert (again.verdict, again.instance, again.message) == (
+        first.verdict, first.instance, first.message)
