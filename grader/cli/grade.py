@@ -10,7 +10,7 @@ import click
 from exercises import EXERCISES
 from grader.grading import outdir
 from grader.grading.pipeline import WEAK_WARNING, grade
-from grader.grading.report import Report
+from grader.grading.report import Report, grouped_warnings
 from worker.limits import Limits
 from worker.sandbox import bwrap_path
 
@@ -90,14 +90,8 @@ def render_table(report: Report) -> str:
                              f"{row['verdict']}: {row['message']}")
     lines += ["", f"  total {report.score:g}/{report.max_score:g}"]
     lines += [f"  note: {w}" for w in report.warnings]
-    lines += [f"  note ({', '.join(names)}): {w}" for w, names in exercise_warnings(report)]
+    lines += [f"  note ({', '.join(names)}): {w}" for w, names in grouped_warnings(
+        (e.name, e.warnings) for e in report.exercises)]
     return "\n".join(lines)
 
 
-def exercise_warnings(report: Report) -> list[tuple[str, list[str]]]:
-    """Each exercise warning once, with the exercises it came up in."""
-    seen: dict[str, list[str]] = {}
-    for e in report.exercises:
-        for w in e.warnings:
-            seen.setdefault(w, []).append(e.name)
-    return list(seen.items())

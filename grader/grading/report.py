@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -85,6 +86,15 @@ class Report:
     def to_json(self, indent: int | None = 2) -> str:
         """The report as one JSON document."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+
+def grouped_warnings(pairs: Iterable[tuple[str, Iterable[str]]]) -> list[tuple[str, list[str]]]:
+    """Each warning once, with the exercises it came up in, from (exercise, warnings) pairs."""
+    seen: dict[str, list[str]] = {}
+    for name, warnings in pairs:
+        for w in warnings or ():
+            seen.setdefault(str(w), []).append(name)
+    return list(seen.items())
 
 
 def _finite(obj: Any) -> Any:

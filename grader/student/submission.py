@@ -16,6 +16,7 @@ from flask.typing import ResponseReturnValue
 from flask_login import current_user, login_required
 
 from grader.extensions import db
+from grader.grading.report import grouped_warnings
 from grader.models import Result, Submission
 from grader.student import bp
 from grader.student.present import (
@@ -50,7 +51,10 @@ def results_context(sub: Submission) -> dict:
     line = error.get("line")
     if not isinstance(line, int) or sub.filename.lower().endswith(".ipynb"):
         line = None  # a notebook's line numbers count in its extracted code, not the file
-    return {"sub": sub, "exercises": exercise_views(sub, current_user) if sub.done else [],
+    views = exercise_views(sub, current_user) if sub.done else []
+    warnings = grouped_warnings((v.result.name, v.data.get("warnings") or [])
+                                for v in views if not v.hidden)
+    return {"sub": sub, "exercises": views, "exercise_warnings": warnings,
             "report": report, "error": error, "invalid_titles": INVALID,
             "source_info": source_info, "statuses": STATUSES,
             "error_line": line}

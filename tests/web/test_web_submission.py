@@ -244,3 +244,35 @@ def test_pages_carry_a_strict_content_security_policy(app: Flask, graded: dict) 
         assert "script-src 'self'" in policy and "unsafe-inline" not in policy, url
         assert "frame-ancestors 'none'" in policy
         assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_each_warning_shows_once_naming_its_exercises(app: Flask, graded: dict) -> None:
+    """A legitimate quirk (grads adding up over a second backward()) comes up in every
+    exercise; the page says it once, with the exercises, not on every card."""
+    from grader.extensions import db
+    from grader.models import Submission
+
+    page = owner_client(app, graded).get(f"/submissions/{graded['good']}") \
+        .get_data(as_text=True)
+    with app.app_context():
+        entries = db.session.get(Submission, graded["good"]).report_dict()["exercises"]
+    distinct = {w for e in entries for w in e["warnings"]}
+    assert distinct, "lecture.py has at least the double backward() quirk"
+    assert page.count('class="alert alert-warning small exercise-warning"') == len(distinct)
+    twice = next(e["warnings"][0] for e in entries if e["warnings"])
+    names = [e["name"] for e in entries if twice in e["warnings"]]
+    assert f'({", ".join(names)})' in page
+
+
+def test_a_random_instance_failure_names_the_replay_seed(app: Flask) -> None:
+    from grader.extensions import db
+    from grader.models import Submission
+
+    user = create_user(app)
+    sid = submit_source(app, user.id, fixture_text("hostile/hardcoded_canonical.py"))
+    grade_now(app, sid)
+    page = signed_in_client(app, user).get(f"/submissions/{sid}").get_data(as_text=True)
+    with app.app_context():
+        seed = db.session.get(Submission, sid).seed
+    assert "on random instance" in page
+    assert f"--exercise expression --seed {seed}</code>" in page
