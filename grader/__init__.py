@@ -37,6 +37,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     conf = settings.load(config)
     app = Flask(__name__, instance_path=conf["INSTANCE_PATH"], instance_relative_config=True)
     app.config.update(conf)
+    # a form's CSRF token lives as long as the session: a student who pastes code into a
+    # submit page opened hours ago is not turned away (Flask-WTF's default is one hour)
+    app.config.setdefault("WTF_CSRF_TIME_LIMIT", None)
     proxies = int(app.config.get("TRUSTED_PROXIES") or 0)
     if proxies:  # behind a reverse proxy: the client's address and scheme come from it
         from werkzeug.middleware.proxy_fix import ProxyFix

@@ -312,3 +312,17 @@ def test_behind_a_trusted_proxy_throttling_counts_the_forwarded_client(make_app:
     student = app.test_client()
     student.environ_base.update(proxy, HTTP_X_FORWARDED_FOR="198.51.100.2")
     assert login(student, user.email).status_code == 302
+
+
+def test_a_form_opened_hours_ago_still_submits(app: Flask, student: Any,
+                                               monkeypatch: Any) -> None:
+    """CSRF tokens last as long as the session, not Flask-WTF's default hour."""
+    import time
+
+    client = app.test_client()
+    token = csrf_token(client.get("/login").get_data(as_text=True))
+    later = time.time() + 5 * 3600
+    monkeypatch.setattr(time, "time", lambda: later)  # the student comes back after lunch
+    response = client.post("/login", data={"email": student.email, "password": PASSWORD,
+                                           "csrf_token": token})
+    assert response.status_code == 302
