@@ -82,6 +82,25 @@ class Limits:
         return out
 
 
+def _close_inheritable() -> None:
+    """Close every inheritable descriptor above 2 (runs in the child before exec).
+
+    subprocess's own close_fds runs after this setup, and once RLIMIT_NOFILE is lowered it
+    can no longer open /proc/self/fd and falls back to closing only the fds below the new
+    limit: a grader with many files open (a worker's database sockets, say) would hand
+    the ones numbered above it to student code. Close-on-exec ones vanish at exec anyway.
+    """
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd <= 2:
+            continue
+        try:
+            if os.get_inheritable(fd):
+                os.close(fd)
+        except OSError:
+            pass  # listdir's own descriptor, already closed
+
+
 def child_setup(limits: Limits, cpu_s: int, fds: dict[int, int], group: Group | None,
                 weak: bool, runtime: tuple[str, ...]) -> Callable[[], None]:
     """The function to run in a child between fork and exec: join the cgroup, set the
@@ -98,6 +117,7 @@ def child_setup(limits: Limits, cpu_s: int, fds: dict[int, int], group: Group | 
     def setup() -> None:
         if group is not None:
             group.add_self()  # before any privilege drop: the group files belong to root
+        _close_inheritable()  # before RLIMIT_NOFILE drops: see the function
         for which, (soft, hard) in rlimits:
             cur_hard = resource.getrlimit(which)[1]
             if cur_hard != resource.RLIM_INFINITY:

@@ -345,3 +345,27 @@ def test_what_was_printed_before_a_timeout_is_kept(weak: bool) -> None:
     """, Limits(wall_s=0.5, import_s=2.0), weak=weak)
     assert result.status == "timeout"
     assert "about to loop" in result.stdout
+
+
+@pytest.mark.parametrize("weak", MODES)
+def test_inheritable_descriptors_of_the_grader_never_reach_the_child(weak: bool) -> None:
+    """Above the child's open-files limit too: subprocess's own closing stops there when
+    the grader has more files open than that limit (a busy worker)."""
+    busy = [os.open("/dev/null", os.O_RDONLY) for _ in range(100)]  # close-on-exec
+    leaked = []
+    try:
+        for target in (300, 301):
+            fd = os.open("/dev/null", os.O_RDONLY)
+            os.dup2(fd, target, inheritable=True)
+            os.close(fd)
+            leaked.append(target)
+        result = run("""
+            fds = sorted(int(fd) for fd in os.listdir('/proc/self/fd'))
+            say(event="fds", fds=fds)
+        """, weak=weak)
+    finally:
+        for fd in leaked + busy:
+            os.close(fd)
+    assert result.status == "ok", result
+    (msg,) = result.messages
+    assert msg["fds"][:4] == [0, 1, 2, 3] and len(msg["fds"]) == 5  # + listdir's own
